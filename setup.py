@@ -1,0 +1,37 @@
+"""sweet_rl: SWEET-RL and the ColBench benchmark, reimplemented."""
+
+from setuptools import find_packages, setup
+
+EXTRAS = {
+    # offline GPU inference for the agent (needs CUDA)
+    "vllm": ["vllm>=0.6"],
+    # frontend design: rendering and CLIP scoring
+    "html": ["selenium>=4.10", "open_clip_torch>=2.20", "pillow>=9"],
+    # `transformers serve` as a local OpenAI-compatible simulator server
+    "serving": ["transformers[serving]>=4.57"],
+    # training the critic and the agent
+    "train": ["accelerate>=1.0", "deepspeed>=0.15"],
+    "dev": ["pytest>=8", "pytest-timeout>=2.3", "selenium>=4.10", "transformers[serving]>=4.57"],
+}
+
+setup(
+    name="sweet_rl",
+    version="0.1.0",
+    description="SWEET-RL and ColBench: multi-turn collaborative agents, reimplemented",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="MIT",
+    packages=find_packages(include=["sweet_rl", "sweet_rl.*"]),
+    package_data={"sweet_rl": ["prompts/*.txt", "data/*.jsonl"]},
+    python_requires=">=3.10",
+    install_requires=[
+        "torch>=2.1",
+        "transformers>=4.57",
+        "tokenizers>=0.20",
+        "huggingface_hub>=0.25",
+        "openai>=1.40",
+        "fire>=0.6",
+        "tqdm>=4.60",
+    ],
+    extras_require=EXTRAS,
+)

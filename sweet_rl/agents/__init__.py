@@ -1,0 +1,1 @@
+"""Agents: transformers (``hf``), vLLM (``vllm``) and OpenAI-compatible (``openai``) backends."""

@@ -1,0 +1,1 @@
+"""The stages' entry points. ``scripts/*.py`` are thin ``fire`` wrappers around these ``main``s."""

@@ -1,0 +1,102 @@
+"""Stage: grade backend trajectories with the task's hidden unit tests.
+
+Writes ``reward`` (fraction of tests passed) into the trajectory file, as the original does,
+prints best-of-k correctness and success, and optionally writes the critic's trajectory-level
+preference pairs. Grading runs every answer and reference in an isolated, bounded process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import List, Optional
+
+logger = logging.getLogger(__name__)
+RULES = ("benchmark", "strict")
+RULES_KEY = "grader_rules"  # extra key recording which rules produced ``reward``
+
+
+def _check_layout(path: str, trajectories, k: int) -> None:
+    """Row ``i + j * num_tasks`` must be the same task for every rollout j."""
+    from sweet_rl.records import RecordError
+
+    if k < 1:
+        raise ValueError(f"--k must be at least 1, got {k}")
+    if len(trajectories) % k:
+        raise RecordError(f"has {len(trajectories)} trajectories, not a multiple of --k {k}", path=path)
+    num_tasks = len(trajectories) // k
+    for row in range(num_tasks, len(trajectories)):
+        first = trajectories[row % num_tasks].task.problem_description
+        if trajectories[row].task.problem_description != first:
+            raise RecordError(f"field 'task.problem_description' differs from row {row % num_tasks + 1}"
+                              f" (rows i + j*num_tasks must hold the same task; is --k {k} right?)",
+                              path=path, line=row + 1)
+
+
+def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
+         ground_truth_preference_path: Optional[str] = None, grader: str = "benchmark",
+         timeout: float = 1.0, memory_mb: int = 2048, workers: Optional[int] = None,
+         reevaluate: bool = False):
+    """Grade a trajectory file in place and print the metrics line.
+
+    Example:
+        python scripts/evaluate_code.py outputs/demo.jsonl --k 2 \\
+            --ground_truth_preference_path outputs/critic_pairs.jsonl
+
+    Args:
+        saved_path: trajectories from simulate; ``reward`` is written back into it.
+        k: rollouts per task (simulate's --best_of_n), for best-of-k and pairs.
+        preference_path: pairs of ``input + output`` of the last agent turn.
+        ground_truth_preference_path: the same pairs prefixed with the reference solution.
+        grader: ``benchmark`` (the published rules, comparable with the paper) or ``strict``
+            (the answer runs as a module: helpers, recursion and imports work; no word list).
+        timeout: seconds per test case. memory_mb: memory bound per sandboxed process.
+        reevaluate: grade again even rows that already carry a reward from the same rules.
+    """
+    arguments = dict(locals())
+    from sweet_rl.evaluation.code_grader import grade_many
+    from sweet_rl.evaluation.preferences import best_of_k, pair_texts, success_pairs
+    from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar
+    from sweet_rl.records import RecordError, Trajectory
+
+    if grader not in RULES:
+        raise ValueError(f"--grader must be one of {RULES}, got {grader!r}")
+    trajectories: List[Trajectory] = read_jsonl(saved_path, Trajectory.from_dict)
+    if not trajectories:
+        raise RecordError("no trajectories", path=saved_path)
+    for index, traj in enumerate(trajectories):
+        if traj.task.test_cases is None:
+            raise RecordError("missing (backend tasks need test cases)",
+                              field="task.test_cases", path=saved_path, line=index + 1)
+    _check_layout(saved_path, trajectories, int(k))
+
+    todo = [i for i, t in enumerate(trajectories)
+            if reevaluate or t.reward is None or t.extra.get(RULES_KEY, "benchmark") != grader]
+    if todo:
+        items = [(trajectories[i].answer, trajectories[i].task.ground_truth,
+                  trajectories[i].task.test_cases) for i in todo]
+        results = grade_many(items, rules=grader, timeout=timeout, memory_mb=memory_mb,
+                             workers=workers or os.cpu_count(), progress=True)
+        for i, result in zip(todo, results):
+            trajectories[i].reward = result.reward
+            trajectories[i].extra[RULES_KEY] = grader
+        write_jsonl(saved_path, trajectories)
+    else:
+        logger.info("every trajectory already has a reward from the %s rules", grader)
+
+    rewards = [t.reward for t in trajectories]
+    best = best_of_k(rewards, int(k))
+    correctness = 100.0 * sum(best) / len(best)
+    success = 100.0 * sum(r >= 1.0 for r in best) / len(best)
+
+    pairs = success_pairs(rewards, int(k))
+    for path, with_truth in ((preference_path, False), (ground_truth_preference_path, True)):
+        if path:
+            write_jsonl(path, (pair_texts(trajectories[c], trajectories[r], with_truth) for c, r in pairs))
+            write_sidecar(path, arguments, "evaluate_code")
+    write_sidecar(saved_path, arguments, "evaluate_code")
+    pair_note = f", {len(pairs)} preference pairs" if (preference_path or ground_truth_preference_path) else ""
+    print(f"evaluate_code: {len(trajectories)} trajectories ({len(best)} tasks x {k}), "
+          f"best-of-{k} tests passed {correctness:.1f}%, success {success:.1f}%, "
+          f"graded {len(todo)}, rules {grader}{pair_note}")
+    return {"correctness": correctness, "success": success, "pairs": len(pairs)}

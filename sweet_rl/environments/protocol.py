@@ -1,0 +1,48 @@
+"""The agent-side turn protocol shared by every ColBench environment (pure functions).
+
+Facts matched from the original:
+- the agent may think first; only the text after the first ``OUTPUT:`` (and before a second
+  one, if any) is the message the human sees, and the stored raw output is cut before a
+  second ``OUTPUT:`` too;
+- a message containing ``I WANT TO ANSWER:`` ends the dialogue, and the answer is the text
+  after it; at the last allowed turn the dialogue ends anyway and the whole message is the
+  answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+OUTPUT_MARKER = "OUTPUT:"
+ANSWER_MARKER = "I WANT TO ANSWER:"
+MAX_TURNS = 10
+
+
+@dataclass(frozen=True)
+class ParsedTurn:
+    message: str  # what the human sees
+    raw_output: str  # the generation as stored (cut before a second OUTPUT:)
+    is_answer: bool  # the agent said I WANT TO ANSWER:
+
+
+def parse_agent_output(raw: str) -> ParsedTurn:
+    """Split a raw generation into the visible message and the stored output."""
+    message, stored = raw, raw
+    if OUTPUT_MARKER in raw:
+        pieces = raw.split(OUTPUT_MARKER)
+        message = pieces[1]
+        stored = OUTPUT_MARKER.join(pieces[:2])
+    return ParsedTurn(message=message.strip(), raw_output=stored,
+                      is_answer=ANSWER_MARKER in message)
+
+
+def answer_text(message: str) -> str:
+    """The final answer carried by a message: the text after I WANT TO ANSWER:, else all of it."""
+    if ANSWER_MARKER in message:
+        return message.split(ANSWER_MARKER, 1)[1].strip()
+    return message
+
+
+def dialogue_ends(parsed: ParsedTurn, turn_number: int, max_turns: int = MAX_TURNS) -> bool:
+    """``turn_number`` counts agent turns from 1."""
+    return parsed.is_answer or turn_number >= max_turns

@@ -1,0 +1,60 @@
+"""Trajectory-level preference pairs for the critic (pure logic, no files or models).
+
+Rows follow the simulate layout: row ``i + j * num_tasks`` is rollout j of task i.
+
+Backend rule (original): per task, if the best rollout succeeded (reward >= 1), pair the first
+best rollout (chosen) with every rollout whose reward is strictly lower (rejected).
+"""
+
+from __future__ import annotations
+
+from typing import List, Sequence, Tuple
+
+from sweet_rl.records import Trajectory
+
+GROUND_TRUTH_PREFIX = "In light that the final answer is: {ground_truth}."
+
+
+def rollout_matrix(rewards: Sequence[float], k: int) -> List[List[float]]:
+    """``[task][rollout]`` view of a flat reward list laid out as ``i + j * num_tasks``."""
+    if k < 1 or len(rewards) % k:
+        raise ValueError(f"{len(rewards)} trajectories cannot be split into k={k} rollouts per task")
+    num_tasks = len(rewards) // k
+    return [[rewards[i + j * num_tasks] for j in range(k)] for i in range(num_tasks)]
+
+
+def best_of_k(rewards: Sequence[float], k: int) -> List[float]:
+    return [max(row) for row in rollout_matrix(rewards, k)]
+
+
+def success_pairs(rewards: Sequence[float], k: int, success: float = 1.0) -> List[Tuple[int, int]]:
+    """(chosen_row, rejected_row) pairs: best successful rollout vs each strictly worse one."""
+    num_tasks = len(rewards) // k
+    pairs = []
+    for task, row in enumerate(rollout_matrix(rewards, k)):
+        best = max(row)
+        if best < success:
+            continue
+        best_j = row.index(best)
+        for j, value in enumerate(row):
+            if j != best_j and value < best:
+                pairs.append((task + best_j * num_tasks, task + j * num_tasks))
+    return pairs
+
+
+def last_agent_text(trajectory: Trajectory) -> str:
+    """The whole dialogue as the agent's last turn saw and wrote it: ``input + output``."""
+    turns = trajectory.assistant_turns
+    if not turns:
+        raise ValueError("trajectory has no assistant turn")
+    last = turns[-1]
+    return (last.input or "") + (last.output or "")
+
+
+def pair_texts(chosen: Trajectory, rejected: Trajectory, with_ground_truth: bool) -> dict:
+    """One ``{"chosen", "rejected"}`` record; with the ground truth both sides get the prefix
+    built from the chosen trajectory's task (they share the task)."""
+    prefix = ""
+    if with_ground_truth:
+        prefix = GROUND_TRUTH_PREFIX.format(ground_truth=chosen.task.ground_truth)
+    return {"chosen": prefix + last_agent_text(chosen), "rejected": prefix + last_agent_text(rejected)}

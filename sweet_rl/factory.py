@@ -1,0 +1,74 @@
+"""Build agents and simulators from command-line flags (the original's names where it had them)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+from sweet_rl.agents.base import Agent
+from sweet_rl.simulators.base import Simulator
+
+logger = logging.getLogger(__name__)
+AGENT_BACKENDS = ("hf", "vllm", "openai")
+
+
+def resolve_model(model: Optional[str]) -> str:
+    """``None``/``"tiny"`` means the embedded tiny model, built once into the user cache."""
+    if model in (None, "", "tiny"):
+        from sweet_rl.tiny_model import ensure_tiny_model
+
+        path = ensure_tiny_model()
+        logger.info("using the embedded tiny model at %s", path)
+        return path
+    return model
+
+
+def build_agent(backend: str, model: str, temperature: float = 1.0, max_new_tokens: int = 1024,
+                device: Optional[str] = None, batch_size: int = 16,
+                base_url: Optional[str] = None, api_key: Optional[str] = None,
+                tokenizer: Optional[str] = None, seed: int = 0) -> Agent:
+    if backend == "hf":
+        from sweet_rl.agents.hf_agent import HFAgent
+
+        return HFAgent(model, temperature=temperature, max_new_tokens=max_new_tokens,
+                       device=device, batch_size=batch_size)
+    if backend == "vllm":
+        from sweet_rl.agents.vllm_agent import VLLMAgent
+
+        return VLLMAgent(model, temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
+    if backend == "openai":
+        from sweet_rl.agents.openai_agent import OpenAIAgent
+
+        if base_url is None:
+            base_url = "https://api.openai.com/v1"
+        return OpenAIAgent(model, base_url=base_url, api_key=api_key, temperature=temperature,
+                           max_tokens=max_new_tokens, tokenizer=tokenizer)
+    raise ValueError(f"unknown agent backend {backend!r}; choose from {AGENT_BACKENDS}")
+
+
+def build_simulator(hostname: Optional[str], port: int, env_model: Optional[str],
+                    max_tokens: int = 256, device: Optional[str] = None, batch_size: int = 16,
+                    api_key: Optional[str] = None, agent: Optional[Agent] = None) -> Simulator:
+    """An HTTP simulator when ``hostname`` is given, else an in-process local model.
+
+    The local simulator reuses the ``hf`` agent's loaded model when both are the same model,
+    so the CPU demo holds one copy.
+    """
+    if hostname:
+        from sweet_rl.openai_compat import base_url_from
+        from sweet_rl.simulators.openai_simulator import OpenAISimulator
+
+        base_url = base_url_from(hostname, port)
+        if not env_model:
+            raise ValueError("--env_model is required with --hostname: the model name the "
+                             f"server at {base_url} serves (as given to `vllm serve`)")
+        return OpenAISimulator(base_url=base_url, model=env_model, api_key=api_key or "EMPTY",
+                               max_tokens=max_tokens)
+    from sweet_rl.simulators.local_simulator import LocalSimulator
+
+    model_path = resolve_model(env_model)
+    generator = getattr(agent, "generator", None)
+    if generator is not None and getattr(agent, "model_path", None) == model_path:
+        return LocalSimulator(model_path, max_new_tokens=max_tokens, generator=generator)
+    return LocalSimulator(model_path, max_new_tokens=max_tokens, device=device,
+                          batch_size=batch_size)

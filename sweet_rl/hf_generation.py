@@ -1,0 +1,110 @@
+"""Batched text generation with transformers, shared by the ``hf`` agent and the local simulator.
+
+Prompts are chat-formatted with the tokenizer's own template, left-padded and generated in
+mini-batches; generation stops at the tokenizer's end-of-turn tokens (``<|eot_id|>`` for
+Llama-3). Sampling is reproducible: each mini-batch seeds torch from the rows' seeds.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Dict, List, Optional, Sequence
+
+logger = logging.getLogger(__name__)
+
+
+def pick_device(device: Optional[str] = None) -> str:
+    import torch
+
+    if device not in (None, "", "auto"):
+        return device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_tokenizer(path: str):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def format_chat(tokenizer, messages: Sequence[Dict[str, object]]) -> str:
+    """The exact prompt text the model sees (recorded as the turn's ``input``)."""
+    return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+
+
+def stop_token_ids(tokenizer) -> List[int]:
+    """End-of-turn ids: the tokenizer's eos plus Llama-3's ``<|eot_id|>``/``<|end_of_text|>``."""
+    ids = {tokenizer.eos_token_id}
+    for token in ("<|eot_id|>", "<|end_of_text|>", "<|im_end|>"):
+        token_id = tokenizer.convert_tokens_to_ids(token)
+        if isinstance(token_id, int) and token_id != tokenizer.unk_token_id and token_id >= 0:
+            ids.add(token_id)
+    return sorted(i for i in ids if i is not None)
+
+
+class HFGenerator:
+    """A transformers causal LM that turns chat conversations into replies."""
+
+    def __init__(self, model_path: str, device: Optional[str] = None, dtype: str = "auto",
+                 max_new_tokens: int = 1024, temperature: float = 1.0, top_p: float = 1.0,
+                 batch_size: int = 16, model=None, tokenizer=None):
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        self.device = pick_device(device)
+        self.tokenizer = tokenizer or load_tokenizer(model_path)
+        self.tokenizer.padding_side = "left"  # generation continues from the right edge
+        if model is None:
+            torch_dtype = self._dtype(dtype)
+            model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch_dtype)
+            model.to(self.device)
+            model.eval()
+        self.model = model
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.top_p = top_p
+        self.batch_size = max(1, batch_size)
+        self.stop_ids = stop_token_ids(self.tokenizer)
+
+    def _dtype(self, dtype: str):
+        import torch
+
+        if dtype == "auto":
+            # bf16 on GPUs that have it; float32 on the CPU, where bf16 matmuls are slow.
+            if self.device.startswith("cuda") and torch.cuda.is_bf16_supported():
+                return torch.bfloat16
+            return torch.float32
+        return getattr(torch, dtype)
+
+    def format(self, messages: Sequence[Dict[str, object]]) -> str:
+        return format_chat(self.tokenizer, messages)
+
+    def generate(self, prompts: List[str], seeds: Optional[List[int]] = None,
+                 temperature: Optional[float] = None,
+                 max_new_tokens: Optional[int] = None) -> List[str]:
+        """Raw completions for already formatted prompts, in order."""
+        import torch
+
+        temperature = self.temperature if temperature is None else temperature
+        max_new_tokens = self.max_new_tokens if max_new_tokens is None else max_new_tokens
+        outputs: List[str] = []
+        for start in range(0, len(prompts), self.batch_size):
+            chunk = prompts[start:start + self.batch_size]
+            if seeds is not None:
+                # One seed per mini-batch derived from its rows keeps runs reproducible.
+                torch.manual_seed(hash(tuple(seeds[start:start + self.batch_size])) % (2 ** 31))
+            batch = self.tokenizer(chunk, return_tensors="pt", padding=True,
+                                   add_special_tokens=False).to(self.device)
+            sampling = temperature > 0
+            kwargs = dict(max_new_tokens=max_new_tokens, do_sample=sampling,
+                          eos_token_id=self.stop_ids, pad_token_id=self.tokenizer.pad_token_id)
+            if sampling:
+                kwargs.update(temperature=temperature, top_p=self.top_p, top_k=0)
+            with torch.no_grad():
+                generated = self.model.generate(**batch, **kwargs)  # [B, prompt+new]
+            new_tokens = generated[:, batch["input_ids"].shape[1]:]  # [B, new]
+            outputs.extend(self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
+        return outputs

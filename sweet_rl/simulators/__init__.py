@@ -1,0 +1,1 @@
+"""Human simulators: an OpenAI-compatible HTTP client and an in-process local model."""

@@ -1,0 +1,133 @@
+"""Build a tiny Llama-architecture model with a locally trained tokenizer — no download.
+
+The tokenizer is a byte-level BPE trained in about a second on the bundled prompts and sample
+tasks, with Llama-3-style special tokens and chat template, so every code path that handles
+real Llama-3.1 checkpoints (chat formatting, ``<|eot_id|>`` stopping, the
+``<|start_header_id|>assistant<|end_header_id|>`` response template) runs unchanged on it.
+The weights are random: it writes gibberish and scores about 0 on ColBench.
+
+    python -m sweet_rl.tiny_model outputs/tiny-llama
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from typing import Iterator, Optional
+
+BOS, EOS, EOT = "<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"
+HEADER_START, HEADER_END = "<|start_header_id|>", "<|end_header_id|>"
+SPECIAL_TOKENS = [BOS, EOS, HEADER_START, HEADER_END, EOT, "<|pad|>"]
+
+# Llama-3 layout: <|begin_of_text|><|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|>
+CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{% for message in messages %}"
+    "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] | trim }}"
+    "{% else %}{% for part in message['content'] %}"
+    "{% if part['type'] == 'text' %}{{ part['text'] }}{% else %}<|image|>{% endif %}"
+    "{% endfor %}{% endif %}"
+    "{{ '<|eot_id|>' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}"
+)
+
+
+def _training_text() -> Iterator[str]:
+    """Text the BPE learns from: our prompts and sample tasks (package data), plus code words."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in sorted(glob.glob(os.path.join(here, "prompts", "*.txt"))):
+        with open(path, encoding="utf-8") as handle:
+            yield handle.read()
+    for path in sorted(glob.glob(os.path.join(here, "data", "*.jsonl"))):
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    row = json.loads(line)
+                    yield row.get("problem_description", "")
+                    yield row.get("ground_truth", "")
+    yield ("def return if else elif for while in range len list dict str int float None True "
+           "False import print OUTPUT: I WANT TO ANSWER: ```python ``` I don't know.")
+
+
+def build_tokenizer(vocab_size: int = 1024):
+    """Train a byte-level BPE and wrap it as a transformers fast tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(models.BPE())
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    core.train_from_iterator(_training_text(), trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        bos_token=BOS,
+        eos_token=EOT,  # chat turns end with <|eot_id|>, as in Llama-3.1-Instruct
+        pad_token="<|pad|>",
+        additional_special_tokens=[EOS, HEADER_START, HEADER_END],
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def build_tiny_model(output_dir: str, seed: int = 0, vocab_size: int = 1024,
+                     hidden_size: int = 64, num_layers: int = 2,
+                     max_position_embeddings: int = 8192) -> str:
+    """Write a tiny random Llama model and its tokenizer to ``output_dir``; return the path."""
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    tokenizer = build_tokenizer(vocab_size)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 2,
+        num_hidden_layers=num_layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=max_position_embeddings,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    model.generation_config = GenerationConfig(
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=[tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids(EOS)],
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    os.makedirs(output_dir, exist_ok=True)
+    model.save_pretrained(output_dir)
+    tokenizer.save_pretrained(output_dir)
+    return output_dir
+
+
+def ensure_tiny_model(output_dir: Optional[str] = None, seed: int = 0) -> str:
+    """Build the tiny model once into ``output_dir`` (default: a per-user cache) and reuse it."""
+    if output_dir is None:
+        cache = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
+        output_dir = os.path.join(cache, "sweet_rl", f"tiny-llama-seed{seed}")
+    if not os.path.exists(os.path.join(output_dir, "config.json")):
+        build_tiny_model(output_dir, seed=seed)
+    return output_dir
+
+
+def main(output_dir: str = "outputs/tiny-llama", seed: int = 0) -> None:
+    path = build_tiny_model(output_dir, seed=seed)
+    print(f"tiny model written to {path}")
+
+
+if __name__ == "__main__":
+    import fire
+
+    fire.Fire(main)

@@ -1,0 +1,60 @@
+"""A real `transformers serve` simulator on loopback drives real dialogues through simulate."""
+
+import importlib.util
+import time
+
+import pytest
+
+from sweet_rl.cli import simulate
+from sweet_rl.io import read_jsonl
+from sweet_rl.records import Trajectory
+from sweet_rl.simulators.base import SimulatorUnavailable
+from tests.serve_helpers import free_port, transformers_serve
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None,
+    reason="needs transformers[serving] (fastapi, uvicorn)")
+
+
+@pytest.fixture(scope="module")
+def server(tiny_model_dir):
+    with transformers_serve(tiny_model_dir) as base_url:
+        yield base_url
+
+
+def test_dialogues_with_the_served_simulator(server, tiny_model_dir, tmp_path):
+    port = int(server.rsplit(":", 1)[1].split("/")[0])
+    out = tmp_path / "traj.jsonl"
+    simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
+                  env_model=tiny_model_dir, num_tasks=2, max_steps=3, max_new_tokens=8,
+                  simulator_max_tokens=12, output_path=str(out), device="cpu")
+    rows = read_jsonl(str(out), Trajectory.from_dict)
+    assert len(rows) == 2
+    for traj in rows:
+        assert "error" not in traj.extra
+        roles = [t.role for t in traj.dialogue_history]
+        assert roles[:3] == ["user", "assistant", "user"]
+        replies = [t for t in traj.dialogue_history[1:] if t.role == "user"]
+        assert replies and all(0 < len(t.content) <= 400 for t in replies)
+
+
+def test_wrong_served_model_name_ends_dialogues_with_recorded_error(server, tiny_model_dir, tmp_path):
+    port = int(server.rsplit(":", 1)[1].split("/")[0])
+    out = tmp_path / "traj.jsonl"
+    simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
+                  env_model="not-the-served-model", num_tasks=1, max_steps=3, max_new_tokens=8,
+                  output_path=str(out), device="cpu")
+    [traj] = read_jsonl(str(out), Trajectory.from_dict)
+    assert traj.extra["error"].startswith("simulator: HTTP 400")
+    assert len(traj.assistant_turns) == 1
+
+
+def test_unreachable_simulator_fails_fast_naming_the_url(tiny_model_dir, tmp_path):
+    port = free_port()
+    out = tmp_path / "traj.jsonl"
+    started = time.monotonic()
+    with pytest.raises(SimulatorUnavailable, match=f"127.0.0.1:{port}"):
+        simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
+                      env_model=tiny_model_dir, num_tasks=1, output_path=str(out), device="cpu")
+    assert time.monotonic() - started < 60
+    assert not out.exists()

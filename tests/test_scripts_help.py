@@ -1,0 +1,24 @@
+"""Every script answers --help, without importing torch (heavy imports stay inside stages)."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+SCRIPTS = sorted(p for p in (REPO_ROOT / "scripts").glob("*.py")) + sorted(
+    p for p in (REPO_ROOT / "visualizers").glob("visualize_*.py"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_help(script):
+    probe = ("import runpy, sys; sys.argv = [sys.argv[1], '--help']\n"
+             "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "assert 'torch' not in sys.modules, 'torch imported for --help'\n")
+    result = subprocess.run([sys.executable, "-c", probe, str(script)], capture_output=True,
+                            text=True, timeout=60, cwd=REPO_ROOT, env={"PAGER": "cat", "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr
+    shown = result.stdout + result.stderr  # fire prints help on stderr when not on a terminal
+    assert "NAME" in shown and ("FLAGS" in shown or "POSITIONAL ARGUMENTS" in shown)
