@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SWEET-RL on backend programming, stage by stage (the paper's recipe, DESIGN.md sections 1-2).
+#
+#   DATA_PATH=data/colbench_code_offline_15k_llama8b.jsonl AGENT_MODEL=/models/Llama-3.1-8B-Instruct \
+#   SIM_HOST=sim-node SIM_MODEL=/models/Llama-3.1-70B-Instruct NUM_GPUS=8 bash scripts/run_sweet_backend.sh
+#
+# Every stage reads the previous stage's file; hyperparameters come from configs/*.json.
+# Set LAUNCH="python" (and ZERO_STAGE=0) to train without DeepSpeed, e.g. on one CPU/GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DATA_PATH=${DATA_PATH:-hf://facebook/collaborative_agent_bench/colbench_code_offline_15k_llama8b.jsonl}
+TEST_TASKS=${TEST_TASKS:-hf://facebook/collaborative_agent_bench/backend_tasks/test.jsonl}
+OUTPUT_DIR=${OUTPUT_DIR:-outputs/sweet_backend}
+CHECKPOINT_DIR=${CHECKPOINT_DIR:-checkpoints/sweet_backend}
+AGENT_MODEL=${AGENT_MODEL:-meta-llama/Llama-3.1-8B-Instruct}
+SIM_HOST=${SIM_HOST:-localhost}
+SIM_PORT=${SIM_PORT:-8000}
+SIM_MODEL=${SIM_MODEL:-meta-llama/Llama-3.1-70B-Instruct}
+NUM_GPUS=${NUM_GPUS:-8}
+BACKEND=${BACKEND:-vllm}               # agent inference backend: vllm on GPUs, hf on the CPU
+K=${K:-3}                              # rollouts per task in the offline data
+NUM_SAMPLES=${NUM_SAMPLES:-16}         # candidates per turn
+NUM_TEST_TASKS=${NUM_TEST_TASKS:-1000}
+LAUNCH=${LAUNCH:-"deepspeed --num_gpus $NUM_GPUS"}
+EXTRA_TRAIN_ARGS=${EXTRA_TRAIN_ARGS:-}  # e.g. "--learning_rate 1e-4 --max_epochs 1" for the CPU demo
+EXTRA_SIM_ARGS=${EXTRA_SIM_ARGS:-}      # e.g. "--max_new_tokens 64" for the CPU demo
+SIM_FLAGS=${SIM_FLAGS:-"--hostname $SIM_HOST --port $SIM_PORT --env_model $SIM_MODEL"}
+
+mkdir -p "$OUTPUT_DIR" "$CHECKPOINT_DIR"
+OFFLINE=$OUTPUT_DIR/offline.jsonl
+CRITIC_PAIRS=$OUTPUT_DIR/critic_pairs.jsonl
+CRITIC=$CHECKPOINT_DIR/critic
+SAMPLED=$OUTPUT_DIR/sampled.jsonl
+RANKED=$OUTPUT_DIR/ranked.jsonl
+AGENT_PAIRS=$OUTPUT_DIR/agent_pairs.jsonl
+AGENT=$CHECKPOINT_DIR/agent
+EVALUATION=$OUTPUT_DIR/evaluation.jsonl
+
+echo "== 0. offline data -> $OFFLINE"
+[ -f "$OFFLINE" ] || python scripts/download_data.py "$DATA_PATH" "$OFFLINE"
+
+echo "== 1. trajectory pairs with the reference solution -> $CRITIC_PAIRS"
+python scripts/evaluate_code.py "$OFFLINE" --k "$K" --ground_truth_preference_path "$CRITIC_PAIRS"
+
+echo "== 2. critic -> $CRITIC"
+$LAUNCH scripts/train_dpo.py --config configs/critic_backend.json --pretrain "$AGENT_MODEL" \
+    --dataset "$CRITIC_PAIRS" --save_path "$CRITIC" $EXTRA_TRAIN_ARGS
+
+echo "== 3. $NUM_SAMPLES candidates per turn on 10% of the offline data -> $SAMPLED"
+python scripts/sample_best_of_n.py "$OFFLINE" "$SAMPLED" --agent_model "$AGENT_MODEL" \
+    --best_of_n "$NUM_SAMPLES" --data_fraction 0.1 --backend "$BACKEND" $EXTRA_SIM_ARGS
+
+echo "== 4. critic ranking -> $RANKED"
+python scripts/rank_best_of_n.py --model_id "$CRITIC" --input_path "$SAMPLED" \
+    --output_path "$RANKED" --backend "$BACKEND"
+
+echo "== 5. per-turn pairs -> $AGENT_PAIRS"
+python scripts/generate_random_pairs_from_ranks.py "$RANKED" "$AGENT_PAIRS" --no_prompt \
+    --num_pairs 4 --tokenizer "$AGENT_MODEL"
+
+echo "== 6. agent DPO -> $AGENT"
+$LAUNCH scripts/train_dpo.py --config configs/agent_dpo_backend.json --pretrain "$AGENT_MODEL" \
+    --dataset "$AGENT_PAIRS" --save_path "$AGENT" $EXTRA_TRAIN_ARGS
+
+echo "== 7. evaluation of the trained agent -> $EVALUATION"
+python scripts/simulate_interactions.py --agent_model "$AGENT" --agent_backend "$BACKEND" \
+    $SIM_FLAGS --input_path "$TEST_TASKS" --num_tasks "$NUM_TEST_TASKS" \
+    --output_path "$EVALUATION" --overwrite $EXTRA_SIM_ARGS
+python scripts/evaluate_code.py "$EVALUATION"
+
+echo "files: offline=$OFFLINE critic_pairs=$CRITIC_PAIRS critic=$CRITIC sampled=$SAMPLED"
+echo "       ranked=$RANKED agent_pairs=$AGENT_PAIRS agent=$AGENT evaluation=$EVALUATION"

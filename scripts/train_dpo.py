@@ -1,0 +1,19 @@
+#!/usr/bin/env python
+"""Preference training (critic, agent DPO, multi-turn DPO baseline).
+
+    python scripts/train_dpo.py --config configs/critic_backend.json --pretrain MODEL --dataset FILE.jsonl --save_path OUT
+    deepspeed --num_gpus 8 scripts/train_dpo.py --config configs/critic_backend.json --pretrain MODEL --dataset FILE.jsonl --save_path OUT
+
+See ``sweet_rl/cli/train_dpo.py`` (or ``--help``) for every flag.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from sweet_rl.cli.common import run_cli  # noqa: E402
+from sweet_rl.cli.train_dpo import main  # noqa: E402
+
+if __name__ == "__main__":
+    run_cli(main)

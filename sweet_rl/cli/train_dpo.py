@@ -1,0 +1,72 @@
+"""Stage: preference training -- the SWEET-RL critic, the agent's DPO, the multi-turn DPO baseline.
+
+Defaults come from ``--config`` (``configs/*.json``) and flags given here override them.
+The logic is in :func:`sweet_rl.training.run.train_preference`; torch loads inside ``main``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
+         dataset: Optional[str] = None, save_path: Optional[str] = None,
+         beta: Optional[float] = None, learning_rate: Optional[float] = None,
+         max_epochs: Optional[float] = None, max_len: Optional[int] = None,
+         train_batch_size: Optional[int] = None, micro_train_batch_size: Optional[int] = None,
+         zero_stage: Optional[int] = None, bf16: Optional[bool] = None,
+         gradient_checkpointing: Optional[bool] = None, flash_attn: Optional[bool] = None,
+         response_template: Optional[str] = None, mean_log_prob: Optional[bool] = None,
+         per_turn_mean: Optional[bool] = None, nll_loss_coef: Optional[float] = None,
+         chosen_key: Optional[str] = None, rejected_key: Optional[str] = None,
+         prompt_key: Optional[str] = None, seed: Optional[int] = None,
+         lr_warmup_ratio: Optional[float] = None, min_lr_ratio: Optional[float] = None,
+         logging_steps: Optional[int] = None, report_to: Optional[str] = None,
+         save_steps: Optional[int] = None, weight_decay: Optional[float] = None,
+         max_grad_norm: Optional[float] = None, deepspeed_config: Optional[str] = None,
+         ref_in_memory: Optional[bool] = None, config: Optional[str] = None,
+         local_rank: int = -1):
+    """Train a causal LM with DPO / Bradley-Terry on chosen/rejected pairs.
+
+    Example (the SWEET-RL critic on backend pairs, 8 GPUs):
+        deepspeed --num_gpus 8 scripts/train_dpo.py --config configs/critic_backend.json \\
+            --pretrain meta-llama/Llama-3.1-8B-Instruct --dataset outputs/critic_pairs.jsonl \\
+            --save_path outputs/critic
+
+    Example (tiny model, one CPU):
+        python scripts/train_dpo.py --pretrain outputs/tiny-llama --dataset pairs.jsonl \\
+            --save_path outputs/dpo --learning_rate 1e-3 --train_batch_size 2 --max_len 512
+
+    Args (unset ones come from --config, then these defaults):
+        pretrain: model to train (path or hub id). ref_pretrain: a different reference model
+            (default: pretrain). Reference log-probs are computed once before training.
+        dataset: JSONL of {"chosen", "rejected"} or {"prompt", "chosen", "rejected"};
+            other key names via chosen_key / rejected_key / prompt_key.
+        save_path: output directory (HF model + tokenizer, metrics.jsonl).
+        beta: DPO beta (0.1). learning_rate (2e-7). max_epochs (1). max_len (8192): longer
+            sequences lose tokens from the left, never the end of the final response.
+        train_batch_size (8) = micro_train_batch_size (1) x processes x accumulation.
+        zero_stage: 0 = no DeepSpeed; 1/2/3 under the deepspeed launcher (configs/ds_zero*.json
+            or --deepspeed_config). bf16, gradient_checkpointing, flash_attn (sdpa if absent).
+        response_template: e.g. "<|start_header_id|>assistant<|end_header_id|>": train on
+            every assistant turn; without it, on the response after the prompt (the prompt key,
+            else the longest common token prefix of chosen and rejected).
+        mean_log_prob: length-normalise: token-mean log-prob over all trained tokens (the
+            original code). per_turn_mean: sum over turns of each turn's mean (the paper);
+            overrides mean_log_prob. Neither: sum (standard DPO).
+        nll_loss_coef: weight of the chosen responses' token-mean NLL (0).
+        lr_warmup_ratio (0.03), min_lr_ratio (0.1): cosine schedule with warmup and a floor.
+        logging_steps (1), report_to ("none", "wandb", "tensorboard"), save_steps (-1: final
+            model only), seed (42), weight_decay (0), max_grad_norm (1.0).
+        ref_in_memory: keep a frozen reference model through training instead (comparison).
+        config: JSON file of defaults, e.g. configs/critic_backend.json.
+        local_rank: set by the deepspeed launcher.
+    """
+    explicit = dict(locals())
+    from sweet_rl.training.config import DPO_DEFAULTS, resolve_options
+
+    options = resolve_options(explicit, config, DPO_DEFAULTS)
+    options["local_rank"] = local_rank
+    from sweet_rl.training.run import train_preference
+
+    train_preference(options)

@@ -1,0 +1,47 @@
+"""Stage: supervised fine-tuning on successful trajectories (the rejection fine-tuning baseline).
+
+Keeps the trajectories with ``reward >= min_reward`` and trains on the agent's turns of the
+whole chat-formatted dialogue (``response_template`` masking, shared with train_dpo).
+The logic is in :func:`sweet_rl.training.run.train_sft`; torch loads inside ``main``.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+def main(pretrain: Optional[str] = None, dataset: Optional[str] = None,
+         save_path: Optional[str] = None, min_reward: Optional[float] = None,
+         learning_rate: Optional[float] = None, max_epochs: Optional[float] = None,
+         max_len: Optional[int] = None, train_batch_size: Optional[int] = None,
+         micro_train_batch_size: Optional[int] = None, zero_stage: Optional[int] = None,
+         bf16: Optional[bool] = None, gradient_checkpointing: Optional[bool] = None,
+         flash_attn: Optional[bool] = None, response_template: Optional[str] = None,
+         seed: Optional[int] = None, lr_warmup_ratio: Optional[float] = None,
+         min_lr_ratio: Optional[float] = None, logging_steps: Optional[int] = None,
+         report_to: Optional[str] = None, save_steps: Optional[int] = None,
+         weight_decay: Optional[float] = None, max_grad_norm: Optional[float] = None,
+         deepspeed_config: Optional[str] = None, config: Optional[str] = None,
+         local_rank: int = -1):
+    """Fine-tune on the successful trajectories of an evaluated trajectory JSONL.
+
+    Example (8 GPUs, paper-scale settings):
+        deepspeed --num_gpus 8 scripts/train_sft.py --config configs/rft_backend.json \\
+            --pretrain meta-llama/Llama-3.1-8B-Instruct --dataset outputs/train_eval.jsonl \\
+            --save_path outputs/rft
+
+    Args (unset ones come from --config, then these defaults):
+        dataset: trajectories with "reward" (evaluate output). min_reward: keep rows with
+            reward >= this (1.0: all hidden tests passed).
+        response_template: the agent's turns to train on (default
+            "<|start_header_id|>assistant<|end_header_id|>"; "" trains on every token).
+        All other flags as in train_dpo.py.
+    """
+    explicit = dict(locals())
+    from sweet_rl.training.config import SFT_DEFAULTS, resolve_options
+
+    options = resolve_options(explicit, config, SFT_DEFAULTS)
+    options["local_rank"] = local_rank
+    from sweet_rl.training.run import train_sft
+
+    train_sft(options)

@@ -1,0 +1,12 @@
+"""Preference (DPO / Bradley-Terry) and SFT training on top of ``transformers.Trainer``.
+
+Modules (import them directly; nothing heavy is imported here):
+
+* ``masks``     -- tokenisation, loss masks with turn indices, left truncation, collators;
+* ``losses``    -- torch-only: token/sequence log-probs (sum, mean, per-turn mean), DPO, NLL;
+* ``reference`` -- reference log-probs precomputed once before training;
+* ``trainer``   -- the Trainer subclass, the metrics.jsonl callback, TrainingArguments;
+* ``data``      -- pair files and trajectory files into tokenised examples;
+* ``config``    -- defaults, ``configs/*.json`` files, DeepSpeed ZeRO configs;
+* ``run``       -- ``train_preference(options)`` and ``train_sft(options)``.
+"""

@@ -1,0 +1,166 @@
+"""Hyperparameters for the training stages: built-in defaults, config files, DeepSpeed configs.
+
+Precedence (highest first): a flag given on the command line, a key of the ``--config`` JSON
+file (e.g. ``configs/critic_backend.json``), the defaults below. Config files hold the paper's
+per-stage values (SWEET-RL, Zhou et al. 2025, Appendix: lr 2e-7, beta 0.1, NLL 0.01, batch 8 /
+micro-batch 1, ZeRO-3, bf16; critic 4 epochs backend / 8 frontend at max length 8192; agent 1
+epoch at 16384). Keys starting with ``_`` are comments and are ignored.
+
+No torch import here, so ``--help`` and config checks stay instant.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import logging
+import os
+from typing import Any, Dict, Optional
+
+logger = logging.getLogger(__name__)
+
+REPO_CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                            "configs")
+
+# Flags shared by train_dpo and train_sft, with the value used when neither the command line
+# nor the config file sets them.
+COMMON_DEFAULTS: Dict[str, Any] = {
+    "pretrain": None,
+    "dataset": None,
+    "save_path": None,
+    "learning_rate": 2e-7,
+    "max_epochs": 1,
+    "max_len": 8192,
+    "train_batch_size": 8,
+    "micro_train_batch_size": 1,
+    "zero_stage": 0,
+    "bf16": False,
+    "gradient_checkpointing": False,
+    "flash_attn": False,
+    "response_template": None,
+    "seed": 42,
+    "lr_warmup_ratio": 0.03,
+    "min_lr_ratio": 0.1,
+    "logging_steps": 1,
+    "report_to": "none",
+    "save_steps": -1,
+    "weight_decay": 0.0,
+    "max_grad_norm": 1.0,
+    "deepspeed_config": None,
+}
+
+DPO_DEFAULTS: Dict[str, Any] = dict(
+    COMMON_DEFAULTS,
+    ref_pretrain=None,
+    beta=0.1,
+    mean_log_prob=False,
+    per_turn_mean=False,
+    nll_loss_coef=0.0,
+    chosen_key="chosen",
+    rejected_key="rejected",
+    prompt_key="prompt",
+    ref_in_memory=False,
+)
+
+SFT_DEFAULTS: Dict[str, Any] = dict(
+    COMMON_DEFAULTS, min_reward=1.0,
+    response_template="<|start_header_id|>assistant<|end_header_id|>")
+
+# ZeRO configs whose "auto" values the transformers Trainer fills from TrainingArguments
+# (batch sizes, accumulation, clipping, bf16, bucket sizes). No optimizer/scheduler section:
+# the Trainer's AdamW and its cosine-with-floor schedule are handed to DeepSpeed.
+_DS_COMMON: Dict[str, Any] = {
+    "train_batch_size": "auto",
+    "train_micro_batch_size_per_gpu": "auto",
+    "gradient_accumulation_steps": "auto",
+    "gradient_clipping": "auto",
+    "bf16": {"enabled": "auto"},
+    "fp16": {"enabled": "auto"},
+    "steps_per_print": 1000000,
+    "wall_clock_breakdown": False,
+}
+BUILTIN_DS_CONFIGS: Dict[int, Dict[str, Any]] = {
+    2: dict(_DS_COMMON, zero_optimization={
+        "stage": 2, "overlap_comm": True, "contiguous_gradients": True,
+        "reduce_bucket_size": "auto", "allgather_bucket_size": 5e8}),
+    3: dict(_DS_COMMON, zero_optimization={
+        "stage": 3, "overlap_comm": True, "contiguous_gradients": True,
+        "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+        "stage3_param_persistence_threshold": "auto",
+        "stage3_max_live_parameters": 1e9, "stage3_max_reuse_distance": 1e9,
+        # save_model gathers the shards into one full 16-bit state dict (HF format)
+        "stage3_gather_16bit_weights_on_model_save": True}),
+}
+
+
+def load_config_file(path: Optional[str], known: Dict[str, Any]) -> Dict[str, Any]:
+    """Read a JSON file of flag defaults; unknown keys are an error (typos must not pass)."""
+    if not path:
+        return {}
+    if not os.path.exists(path) and os.path.exists(os.path.join(REPO_CONFIGS, path)):
+        path = os.path.join(REPO_CONFIGS, path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"config file not found: {path}")
+    with open(path, encoding="utf-8") as handle:
+        try:
+            data = json.load(handle)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}: not valid JSON ({err.msg}, line {err.lineno})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object of flag values")
+    values = {k: v for k, v in data.items() if not k.startswith("_")}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ValueError(f"{path}: unknown key(s) {', '.join(unknown)}")
+    return values
+
+
+def resolve_options(explicit: Dict[str, Any], config_path: Optional[str],
+                    defaults: Dict[str, Any]) -> Dict[str, Any]:
+    """Merge defaults < config file < flags given on the command line (those not None)."""
+    options = dict(defaults)
+    options.update(load_config_file(config_path, defaults))
+    options.update({k: v for k, v in explicit.items() if v is not None and k in defaults})
+    return options
+
+
+def gradient_accumulation_steps(train_batch_size: int, micro_train_batch_size: int,
+                                world_size: int) -> int:
+    """train_batch_size = micro_train_batch_size x world_size x accumulation (OpenRLHF's rule)."""
+    per_step = micro_train_batch_size * world_size
+    if train_batch_size < per_step or train_batch_size % per_step:
+        raise ValueError(f"train_batch_size {train_batch_size} is not a multiple of "
+                         f"micro_train_batch_size {micro_train_batch_size} x {world_size} processes")
+    return train_batch_size // per_step
+
+
+def deepspeed_config(zero_stage: int, path: Optional[str] = None) -> Dict[str, Any]:
+    """The ZeRO config for ``zero_stage`` (1, 2 or 3): ``path`` if given, else
+    ``configs/ds_zero{2,3}.json`` from the repository, else the built-in copy of it.
+    Stage 1 reuses the stage-2 file with the stage changed."""
+    if zero_stage not in (1, 2, 3):
+        raise ValueError(f"zero_stage must be 0 (no DeepSpeed), 1, 2 or 3, got {zero_stage}")
+    base = 3 if zero_stage == 3 else 2
+    path = path or os.path.join(REPO_CONFIGS, f"ds_zero{base}.json")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    else:
+        config = copy.deepcopy(BUILTIN_DS_CONFIGS[base])
+    config.setdefault("zero_optimization", {})["stage"] = zero_stage
+    return config
+
+
+def under_distributed_launcher(local_rank: int = -1) -> bool:
+    """True when a launcher (``deepspeed``, ``torchrun``) started this process."""
+    return local_rank is not None and local_rank >= 0 or "LOCAL_RANK" in os.environ
+
+
+def attention_implementation(flash_attn: bool) -> str:
+    """``flash_attention_2`` when asked for and importable, else PyTorch's ``sdpa``."""
+    if flash_attn:
+        if importlib.util.find_spec("flash_attn") is not None:
+            return "flash_attention_2"
+        logger.warning("--flash_attn: the flash_attn package is not installed; using sdpa attention")
+    return "sdpa"

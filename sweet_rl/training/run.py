@@ -1,0 +1,156 @@
+"""Training entry points: resolved options in, trained Hugging Face model directory out.
+
+:func:`train_preference` (critic, agent DPO, multi-turn DPO baseline) and :func:`train_sft`
+(rejection fine-tuning) share the set-up: read and tokenise the data before anything is
+written (bad input leaves ``save_path`` untouched), decide on DeepSpeed (only when
+``zero_stage > 0`` and a launcher started the process), derive gradient accumulation from
+``train_batch_size = micro_train_batch_size x world_size x accumulation``, train with the
+Trainer, save the final model with its tokenizer via ``trainer.save_model`` (which gathers
+ZeRO-3 shards into a full 16-bit state dict), and append per-step metrics to
+``<save_path>/metrics.jsonl``.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import time
+from typing import Any, Dict
+
+logger = logging.getLogger(__name__)
+
+
+def _setup(options: Dict[str, Any]):
+    """Tokenizer, sequence tokenizer, DeepSpeed decision, TrainingArguments."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from sweet_rl.training.config import (deepspeed_config, gradient_accumulation_steps,
+                                          under_distributed_launcher)
+    from sweet_rl.training.masks import SequenceTokenizer
+    from sweet_rl.training.trainer import training_arguments
+
+    for key in ("pretrain", "dataset", "save_path"):
+        if not options.get(key):
+            raise ValueError(f"--{key} is required")
+    tokenizer = AutoTokenizer.from_pretrained(options["pretrain"])
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    seq = SequenceTokenizer(tokenizer, options["max_len"], options["response_template"])
+    local_rank = -1 if options.get("local_rank") is None else int(options["local_rank"])
+    use_ds = int(options["zero_stage"]) > 0 and under_distributed_launcher(local_rank)
+    if int(options["zero_stage"]) > 0 and not use_ds:
+        logger.warning("--zero_stage %s ignored: not started by the deepspeed launcher; "
+                       "training on one device without DeepSpeed", options["zero_stage"])
+    if options["bf16"] and use_ds and not torch.cuda.is_available():
+        # transformers allows CPU bf16 only with use_cpu, which switches DeepSpeed off
+        logger.warning("--bf16 ignored: DeepSpeed without a CUDA GPU trains in fp32")
+        options["bf16"] = False
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    accumulation = gradient_accumulation_steps(int(options["train_batch_size"]),
+                                               int(options["micro_train_batch_size"]), world_size)
+    ds_config = deepspeed_config(int(options["zero_stage"]), options["deepspeed_config"]) if use_ds else None
+    return tokenizer, seq, use_ds, ds_config, accumulation, local_rank, training_arguments
+
+
+def _finish(trainer, result, options, stage: str, tokens: int, examples: int,
+            start: float) -> Dict[str, Any]:
+    """Save the model, the sidecar, and return (and log) the one-line summary.
+
+    Throughput counts the training loop only (``train_runtime``), all processes together.
+    """
+    from sweet_rl.io import write_sidecar
+
+    trainer.save_model(options["save_path"])
+    history = [h for h in trainer.state.log_history if "loss" in h]
+    last = history[-1] if history else {}
+    runtime = max(float(result.metrics.get("train_runtime", 0.0)), 1e-9)
+    epochs = float(options["max_epochs"])
+    summary = {"stage": stage, "examples": examples, "steps": trainer.state.global_step,
+               "final_loss": last.get("loss"), "final_accuracy": last.get("accuracy"),
+               "train_seconds": round(runtime, 3), "total_seconds": round(time.time() - start, 2),
+               "samples_per_second": round(examples * epochs / runtime, 3),
+               "tokens_per_second": round(tokens * epochs / runtime, 1),
+               "world_size": trainer.args.world_size,
+               "zero_stage": int(options["zero_stage"]) if trainer.is_deepspeed_enabled else 0,
+               "save_path": options["save_path"]}
+    if trainer.is_world_process_zero():
+        write_sidecar(os.path.join(options["save_path"], "training"), dict(options), stage)
+        logger.info("%s summary: %s", stage, summary)
+        print(f"{stage}: " + " ".join(f"{k}={v}" for k, v in summary.items()), flush=True)
+    return summary
+
+
+def train_preference(options: Dict[str, Any]) -> Dict[str, Any]:
+    """DPO / Bradley-Terry training from resolved ``options`` (see ``config.DPO_DEFAULTS``)."""
+    import torch
+
+    from sweet_rl.training.data import read_preference_pairs, tokenize_pairs
+    from sweet_rl.training.masks import PreferenceCollator
+    from sweet_rl.training.reference import precompute_reference_logps
+    from sweet_rl.training.trainer import (MetricsJsonlCallback, PreferenceTrainer,
+                                           load_causal_lm, load_unsharded)
+
+    start = time.time()
+    tokenizer, seq, use_ds, ds_config, accumulation, local_rank, make_args = _setup(options)
+    reduction = ("per_turn_mean" if options["per_turn_mean"]
+                 else "mean" if options["mean_log_prob"] else "sum")
+    pairs = read_preference_pairs(options["dataset"], options["chosen_key"],
+                                  options["rejected_key"], options["prompt_key"])
+    examples = tokenize_pairs(pairs, seq)
+    args = make_args(options, accumulation, ds_config, local_rank)  # sets up distributed
+    collator = PreferenceCollator(tokenizer.pad_token_id)
+    ref_path = options["ref_pretrain"] or options["pretrain"]
+    autocast = torch.bfloat16 if options["bf16"] and not use_ds else None
+    ref_model, policy = None, None
+    if options["ref_in_memory"]:
+        ref_model = load_unsharded(ref_path, options, use_ds, args.device)
+    elif not options["ref_pretrain"] and not (use_ds and int(options["zero_stage"]) == 3):
+        # the initial policy is the reference: score with it, then train the same object
+        policy = load_causal_lm(options["pretrain"], options, use_ds).to(args.device)
+        precompute_reference_logps(policy, examples, collator, reduction,
+                                   int(options["micro_train_batch_size"]), args.device,
+                                   args.process_index, args.world_size, autocast)
+    else:
+        scorer = load_unsharded(ref_path, options, use_ds, args.device)
+        precompute_reference_logps(scorer, examples, collator, reduction,
+                                   int(options["micro_train_batch_size"]), args.device,
+                                   args.process_index, args.world_size, autocast)
+        del scorer
+        gc.collect()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    if policy is None:
+        policy = load_causal_lm(options["pretrain"], options, use_ds)
+    trainer = PreferenceTrainer(
+        model=policy, args=args, train_dataset=examples, data_collator=collator,
+        processing_class=tokenizer,
+        callbacks=[MetricsJsonlCallback(os.path.join(options["save_path"], "metrics.jsonl"))],
+        beta=float(options["beta"]), reduction=reduction,
+        nll_loss_coef=float(options["nll_loss_coef"]), ref_model=ref_model)
+    result = trainer.train()
+    tokens = sum(len(e["chosen"].input_ids) + len(e["rejected"].input_ids) for e in examples)
+    return _finish(trainer, result, options, "train_dpo", tokens, len(examples), start)
+
+
+def train_sft(options: Dict[str, Any]) -> Dict[str, Any]:
+    """Supervised fine-tuning on successful trajectories (rejection fine-tuning baseline)."""
+    from transformers import Trainer
+
+    from sweet_rl.training.data import read_sft_examples
+    from sweet_rl.training.masks import SFTCollator
+    from sweet_rl.training.trainer import MetricsJsonlCallback, load_causal_lm
+
+    start = time.time()
+    tokenizer, seq, use_ds, ds_config, accumulation, local_rank, make_args = _setup(options)
+    examples = read_sft_examples(options["dataset"], seq, float(options["min_reward"]))
+    args = make_args(options, accumulation, ds_config, local_rank)
+    model = load_causal_lm(options["pretrain"], options, use_ds)
+    trainer = Trainer(
+        model=model, args=args, train_dataset=examples, data_collator=SFTCollator(tokenizer.pad_token_id),
+        processing_class=tokenizer,
+        callbacks=[MetricsJsonlCallback(os.path.join(options["save_path"], "metrics.jsonl"))])
+    result = trainer.train()
+    tokens = sum(len(e["sequence"].input_ids) for e in examples)
+    return _finish(trainer, result, options, "train_sft", tokens, len(examples), start)

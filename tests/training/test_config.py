@@ -1,0 +1,73 @@
+"""Config files, precedence, DeepSpeed configs and gradient accumulation."""
+
+import json
+
+import pytest
+
+from sweet_rl.training import config as cfg
+from tests.conftest import REPO_ROOT
+
+CONFIGS = REPO_ROOT / "configs"
+
+
+def test_flags_override_config_file_which_overrides_defaults():
+    options = cfg.resolve_options({"learning_rate": 1e-3, "beta": None, "bf16": False},
+                                  str(CONFIGS / "critic_backend.json"), cfg.DPO_DEFAULTS)
+    assert options["learning_rate"] == 1e-3  # flag
+    assert options["bf16"] is False  # an explicit False still overrides the file's true
+    assert options["beta"] == 0.1 and options["max_epochs"] == 4 and options["max_len"] == 8192
+    assert options["response_template"] == "<|start_header_id|>assistant<|end_header_id|>"
+    assert options["chosen_key"] == "chosen"  # default
+
+
+@pytest.mark.parametrize("name,defaults", [
+    ("critic_backend", cfg.DPO_DEFAULTS), ("critic_frontend", cfg.DPO_DEFAULTS),
+    ("agent_dpo_backend", cfg.DPO_DEFAULTS), ("multiturn_dpo_backend", cfg.DPO_DEFAULTS),
+    ("rft_backend", cfg.SFT_DEFAULTS)])
+def test_stage_configs_hold_the_paper_values(name, defaults):
+    values = cfg.load_config_file(str(CONFIGS / f"{name}.json"), defaults)
+    assert values["learning_rate"] == 2e-7 and values["zero_stage"] == 3 and values["bf16"] is True
+    assert (values["train_batch_size"], values["micro_train_batch_size"]) == (8, 1)
+    expected = {"critic_backend": (4, 8192), "critic_frontend": (8, 8192),
+                "agent_dpo_backend": (1, 16384)}.get(name)
+    if expected:
+        assert (values["max_epochs"], values["max_len"]) == expected
+    if name == "agent_dpo_backend":
+        assert values["nll_loss_coef"] == 0.01 and values["beta"] == 0.1
+
+
+def test_unknown_config_key_is_an_error(tmp_path):
+    path = tmp_path / "typo.json"
+    path.write_text(json.dumps({"learning_rat": 1.0, "_comment": "ignored"}))
+    with pytest.raises(ValueError, match="learning_rat"):
+        cfg.load_config_file(str(path), cfg.DPO_DEFAULTS)
+
+
+@pytest.mark.parametrize("stage", [2, 3])
+def test_deepspeed_files_match_the_builtin_copy(stage):
+    with open(CONFIGS / f"ds_zero{stage}.json") as handle:
+        assert json.load(handle) == cfg.BUILTIN_DS_CONFIGS[stage]
+    config = cfg.deepspeed_config(stage)
+    assert config["zero_optimization"]["stage"] == stage
+    assert config["train_micro_batch_size_per_gpu"] == "auto" and config["bf16"]["enabled"] == "auto"
+    if stage == 3:
+        assert config["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] is True
+    assert cfg.deepspeed_config(1)["zero_optimization"]["stage"] == 1
+
+
+def test_gradient_accumulation_from_batch_sizes():
+    assert cfg.gradient_accumulation_steps(8, 1, 1) == 8
+    assert cfg.gradient_accumulation_steps(8, 1, 8) == 1
+    assert cfg.gradient_accumulation_steps(8, 2, 2) == 2
+    with pytest.raises(ValueError):
+        cfg.gradient_accumulation_steps(8, 3, 1)
+    with pytest.raises(ValueError):
+        cfg.gradient_accumulation_steps(8, 1, 16)
+
+
+def test_flash_attn_falls_back_to_sdpa_when_absent(monkeypatch):
+    monkeypatch.setattr(cfg.importlib.util, "find_spec", lambda name: None)
+    assert cfg.attention_implementation(True) == "sdpa"
+    assert cfg.attention_implementation(False) == "sdpa"
+    monkeypatch.setattr(cfg.importlib.util, "find_spec", lambda name: object())
+    assert cfg.attention_implementation(True) == "flash_attention_2"

@@ -1,0 +1,111 @@
+"""DPO training end to end on the tiny model, through the script's main."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from sweet_rl.records import RecordError
+from tests.conftest import REPO_ROOT
+from tests.training.helpers import TEMPLATE, critic_pairs, single_turn_pairs, write_jsonl
+
+METRIC_KEYS = {"loss", "accuracy", "chosen_reward", "rejected_reward", "margin", "lr", "epoch", "step"}
+FAST = dict(learning_rate=1e-3, train_batch_size=2, micro_train_batch_size=1, max_len=256,
+            lr_warmup_ratio=0.0, seed=0)
+
+
+def read_metrics(save_path):
+    with open(os.path.join(save_path, "metrics.jsonl"), encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle]
+
+
+def state_dict(path):
+    from transformers import AutoModelForCausalLM
+
+    return {k: v.float() for k, v in AutoModelForCausalLM.from_pretrained(path).state_dict().items()}
+
+
+def test_dpo_learns_pairs_changes_every_parameter_and_saves(tiny_model_dir, tmp_path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from sweet_rl.cli.train_dpo import main
+
+    save_path = str(tmp_path / "dpo")
+    main(pretrain=tiny_model_dir, dataset=single_turn_pairs(tmp_path / "pairs.jsonl"),
+         save_path=save_path, max_epochs=3, nll_loss_coef=0.1, **FAST)
+
+    metrics = read_metrics(save_path)
+    assert len(metrics) == 6  # 4 pairs x 3 epochs / 2 pairs per step
+    assert all(METRIC_KEYS <= set(m) and "nll" in m for m in metrics)
+    assert metrics[0]["accuracy"] < 1.0  # step 1: policy == reference, every reward is 0
+    assert metrics[-1]["accuracy"] == 1.0 and metrics[-1]["margin"] > 0
+    assert [m["step"] for m in metrics] == [1, 2, 3, 4, 5, 6]
+    assert metrics[-1]["lr"] < metrics[1]["lr"]  # cosine decay
+
+    before, after = state_dict(tiny_model_dir), state_dict(save_path)
+    assert before.keys() == after.keys()
+    unchanged = [k for k in before if torch.equal(before[k], after[k])]
+    assert not unchanged, f"parameters not trained: {unchanged}"
+
+    model = AutoModelForCausalLM.from_pretrained(save_path)
+    tokenizer = AutoTokenizer.from_pretrained(save_path)
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "def f"}], tokenize=False,
+                                           add_generation_prompt=True)
+    inputs = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+    out = model.generate(**inputs, max_new_tokens=4, do_sample=False)
+    assert out.shape[1] > inputs["input_ids"].shape[1]
+    assert os.path.exists(os.path.join(save_path, "training.config.json"))
+
+
+def test_critic_from_config_with_per_turn_mean(tiny_model_dir, tmp_path):
+    """configs/critic_backend.json with command-line overrides (no bf16 on the CPU): template
+    masking over both turns, the paper's per-turn mean. The file's zero_stage 3 is ignored
+    with a warning outside the deepspeed launcher, and its flash_attn falls back to sdpa
+    where flash_attn is not installed."""
+    from sweet_rl.cli.train_dpo import main
+
+    save_path = str(tmp_path / "critic")
+    main(config=str(REPO_ROOT / "configs" / "critic_backend.json"), pretrain=tiny_model_dir,
+         dataset=critic_pairs(tmp_path / "critic.jsonl"), save_path=save_path,
+         bf16=False, max_epochs=4, per_turn_mean=True, beta=1.0, **FAST)
+    metrics = read_metrics(save_path)
+    assert len(metrics) == 8 and metrics[-1]["accuracy"] == 1.0
+    assert metrics[-1]["loss"] < metrics[0]["loss"]
+    with open(os.path.join(save_path, "training.config.json")) as handle:
+        used = json.load(handle)["stages"]["train_dpo"]
+    assert used["response_template"] == TEMPLATE and used["mean_log_prob"] is True  # from the file
+    assert used["learning_rate"] == 1e-3 and used["per_turn_mean"] is True  # from the flags
+
+
+def bad_file(tmp_path, key="rejected"):
+    rows = [{"chosen": "a", key: "b"}, {"chosen": "c", key: "d"}, {"chosen": "e"}]
+    return write_jsonl(tmp_path / "bad.jsonl", rows)
+
+
+def test_missing_rejected_on_line_3_names_file_line_field(tiny_model_dir, tmp_path):
+    from sweet_rl.cli.train_dpo import main
+
+    path, save_path = bad_file(tmp_path), tmp_path / "out"
+    with pytest.raises(RecordError) as err:
+        main(pretrain=tiny_model_dir, dataset=path, save_path=str(save_path))
+    assert (err.value.path, err.value.line, err.value.field) == (path, 3, "rejected")
+    assert not save_path.exists()
+
+    # other key names: the error names the file's key
+    path = bad_file(tmp_path, key="worse")
+    with pytest.raises(RecordError) as err:
+        main(pretrain=tiny_model_dir, dataset=path, save_path=str(save_path), rejected_key="worse")
+    assert (err.value.line, err.value.field) == (3, "worse")
+
+
+def test_script_exits_2_on_bad_input_and_leaves_save_path_alone(tiny_model_dir, tmp_path):
+    path, save_path = bad_file(tmp_path), tmp_path / "out"
+    result = subprocess.run([sys.executable, "scripts/train_dpo.py", "--pretrain", tiny_model_dir,
+                             "--dataset", path, "--save_path", str(save_path)],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"{path}, line 3: field 'rejected': missing" in result.stderr
+    assert not save_path.exists()
