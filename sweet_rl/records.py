@@ -159,6 +159,7 @@ class Trajectory(_Record):
     def from_dict(cls, data: Any, prefix: str = "") -> "Trajectory":
         if not isinstance(data, dict):
             raise RecordError(f"expected an object, got {type(data).__name__}")
+        task = Task.from_dict(_require(data, "task", dict, prefix), prefix=f"{prefix}task.")
         history = _require(data, "dialogue_history", list, prefix)
         answer = data.get("answer")
         if answer is None:
@@ -167,7 +168,7 @@ class Trajectory(_Record):
             raise RecordError(f"expected str, got {type(answer).__name__}", field=prefix + "answer")
         reward = _optional(data, "reward", (int, float), prefix)
         return cls(
-            task=Task.from_dict(_require(data, "task", dict, prefix), prefix=f"{prefix}task."),
+            task=task,
             dialogue_history=[Turn.from_dict(t, prefix=f"{prefix}dialogue_history[{i}].")
                               for i, t in enumerate(history)],
             answer=answer,

@@ -54,7 +54,7 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
         reevaluate: grade again even rows that already carry a reward from the same rules.
     """
     arguments = dict(locals())
-    from sweet_rl.evaluation.code_grader import grade_many
+    from sweet_rl.evaluation.code_grader import Grader
     from sweet_rl.evaluation.preferences import best_of_k, pair_texts, success_pairs
     from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar
     from sweet_rl.records import RecordError, Trajectory
@@ -75,8 +75,9 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
     if todo:
         items = [(trajectories[i].answer, trajectories[i].task.ground_truth,
                   trajectories[i].task.test_cases) for i in todo]
-        results = grade_many(items, rules=grader, timeout=timeout, memory_mb=memory_mb,
-                             workers=workers or os.cpu_count(), progress=True)
+        sandbox = Grader(grader, timeout=timeout, memory_mb=memory_mb, workers=workers or os.cpu_count() or 1)
+        results = sandbox.grade(items, progress=True)
+        arguments["sandbox_isolation"] = sandbox.isolation
         for i, result in zip(todo, results):
             trajectories[i].reward = result.reward
             trajectories[i].extra[RULES_KEY] = grader

@@ -1,0 +1,102 @@
+"""Grading-process side of the sandbox: a long-lived worker process and its restart logic.
+
+A :class:`SandboxWorker` owns one ``sandbox_worker.py`` process (see that module for what
+happens inside). It is started with a scrubbed environment, in a session of its own, with a
+scratch folder that is removed on :meth:`close`. If the worker itself dies (it should not:
+untrusted code only runs in its children) the job is retried once on a fresh worker, then
+reported as crashed, so no answer can stop a grading run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from typing import Dict, List, Optional
+
+logger = logging.getLogger(__name__)
+
+WORKER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox_worker.py")
+# what the worker (and so every sandboxed child) sees of the environment: nothing of ours
+WORKER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
+              "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+class SandboxError(RuntimeError):
+    pass
+
+
+class SandboxWorker:
+    """One worker process. Not thread-safe: give each thread its own."""
+
+    def __init__(self, slot: int, scratch_root: Optional[str] = None):
+        self.slot = slot
+        self.scratch_root = scratch_root
+        self.process: Optional[subprocess.Popen] = None
+        self.scratch: Optional[str] = None
+        self.isolation: Dict[str, object] = {}
+        self._start()
+
+    def _start(self) -> None:
+        self.scratch = tempfile.mkdtemp(prefix=f"sweet_rl_sandbox{self.slot}_", dir=self.scratch_root)
+        os.chmod(self.scratch, 0o700)
+        env = dict(WORKER_ENV, HOME=self.scratch, TMPDIR=self.scratch)
+        self.process = subprocess.Popen(
+            # not -I: it would ignore PYTHONHASHSEED, and every worker must iterate sets in the
+            # same order (a reference and its answer run in different workers); the
+            # environment is ours entirely, and -s keeps the user's site folder out
+            [sys.executable, "-s", WORKER_PATH, "--slot", str(self.slot), "--scratch", self.scratch],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            cwd=self.scratch, start_new_session=True, text=True, bufsize=1)
+        hello = self.process.stdout.readline()
+        if not hello:
+            self.close()
+            raise SandboxError(f"the sandbox worker did not start ({sys.executable} -s {WORKER_PATH})")
+        self.isolation = json.loads(hello)["isolation"]
+
+    def run(self, code: str, tests: List[str], rules: str, timeout: float,
+            memory_mb: int) -> List[List[str]]:
+        """``[[status, detail], ...]`` per test; status ``ok`` carries the encoded value."""
+        job = json.dumps({"code": code, "tests": tests, "rules": rules, "timeout": timeout,
+                          "memory_mb": memory_mb})
+        for attempt in range(2):
+            try:
+                self.process.stdin.write(job + "\n")
+                self.process.stdin.flush()
+                reply = self.process.stdout.readline()
+                if reply:
+                    return json.loads(reply)["results"]
+            except (BrokenPipeError, OSError, ValueError):
+                pass
+            logger.warning("sandbox worker %d died (attempt %d); restarting it", self.slot, attempt + 1)
+            self.close()
+            self._start()
+        return [["crash", "sandbox worker died"] for _ in tests]
+
+    def close(self) -> None:
+        if self.process is not None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+            self.process = None
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
+
+    def __enter__(self) -> "SandboxWorker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
