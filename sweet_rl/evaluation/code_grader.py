@@ -72,7 +72,8 @@ class Grader:
     """Grades batches of answers; owns no processes between calls."""
 
     def __init__(self, rules: str = "benchmark", timeout: float = 1.0, memory_mb: int = 2048,
-                 workers: int = 1, reference_timeout: Optional[float] = None):
+                 workers: int = 1, reference_timeout: Optional[float] = None,
+                 scratch_root: Optional[str] = None):
         if rules not in RULES:
             raise ValueError(f"rules must be one of {RULES}, got {rules!r}")
         if timeout <= 0 or memory_mb < 64 or workers < 1:
@@ -80,6 +81,7 @@ class Grader:
         self.rules, self.timeout, self.memory_mb, self.workers = rules, timeout, memory_mb, workers
         # references are trusted to be correct, not to be fast: give them more room
         self.reference_timeout = reference_timeout or max(10.0, 10 * timeout)
+        self.scratch_root = scratch_root  # where workers make their scratch folders (default: TMPDIR)
         self.isolation: Dict[str, object] = {}
         self._reference_cache: Dict[tuple, List[List[str]]] = {}
 
@@ -96,9 +98,9 @@ class Grader:
 
         def work(slot: int) -> None:
             try:
-                with SandboxWorker(2 * slot) as reference_worker, \
-                        SandboxWorker(2 * slot + 1) as answer_worker:
-                    self.isolation = answer_worker.isolation
+                with SandboxWorker(2 * slot, self.scratch_root) as reference_worker, \
+                        SandboxWorker(2 * slot + 1, self.scratch_root) as answer_worker:
+                    self._note_isolation(answer_worker.isolation)
                     while True:
                         try:
                             index = todo.get_nowait()
@@ -120,6 +122,16 @@ class Grader:
         if failures:
             raise failures[0]
         return results  # type: ignore[return-value]
+
+    def _note_isolation(self, isolation: Dict[str, object]) -> None:
+        if not self.isolation:
+            missing = [name for name, on in (("a private network", isolation.get("private_network")),
+                                             ("Landlock", isolation.get("landlock_abi")),
+                                             ("seccomp", isolation.get("seccomp"))) if not on]
+            if missing:
+                logger.warning("the sandbox runs without %s on this machine: model-written code "
+                               "is less isolated than it should be", ", ".join(missing))
+        self.isolation = isolation
 
     def _grade_one(self, item: GradeItem, reference_worker: SandboxWorker,
                    answer_worker: SandboxWorker) -> GradeResult:

@@ -18,6 +18,7 @@ small warm process costs about a millisecond, far less than starting Python per 
 """
 
 import argparse
+import builtins
 import json
 import os
 import select
@@ -44,8 +45,19 @@ def _write_all(fd, data):
         data = data[os.write(fd, data):]
 
 
+def _restore(pristine):
+    namespace = builtins.__dict__
+    namespace.clear()
+    namespace.update(pristine)
+
+
 def _run_tests(code, tests, start, rules):
-    """In the confined child: one result line per test, from ``start`` on."""
+    """In the confined child: one result line per test, from ``start`` on.
+
+    The builtins are put back after every test, so an answer that monkeypatches them (``len``,
+    ``int``, ``__import__`` …) changes only its own test, never how its output is encoded.
+    """
+    pristine_builtins = dict(builtins.__dict__)
     try:
         compiled = compile(code, "<answer>", "exec")
     except BaseException as error:  # a syntax error fails every test, as exec would
@@ -65,8 +77,10 @@ def _run_tests(code, tests, start, rules):
                     module = {"__name__": "__sandboxed__", "__builtins__": __builtins__}
                     exec(compiled, module)
                     value = eval(tests[index], module)
+                _restore(pristine_builtins)
                 line = [index, "ok", encode(value)]
             except BaseException as error:
+                _restore(pristine_builtins)
                 line = [index, "error", type(error).__name__]
         _write_all(RESULT_FD, (json.dumps(line) + "\n").encode())
 
