@@ -147,7 +147,7 @@ class Grader:
         reference = self._reference_cache.get(key)
         if reference is None:
             reference = reference_worker.run(reference_code, tests, self.rules,
-                                             self.reference_timeout, self.memory_mb)
+                                             self.reference_timeout, self.memory_mb, reuse=True)
             self._reference_cache[key] = reference
         outputs = answer_worker.run(code, tests, self.rules, self.timeout, self.memory_mb)
         verdicts = [_verdict(r, a) for r, a in zip(reference, outputs)]

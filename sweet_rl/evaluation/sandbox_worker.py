@@ -1,24 +1,28 @@
-"""Sandbox worker: runs untrusted Python against test expressions, one forked child per job.
+"""Sandbox worker: runs untrusted Python against test expressions in forked, confined children.
 
-Started by :mod:`sweet_rl.evaluation.sandbox` as ``python -I sandbox_worker.py --slot N
---scratch DIR`` (stdlib only; it loads its two sibling modules by path). It confines itself
-to a private network once, then answers one JSON job per line on stdin with one JSON reply
-per line on stdout::
+Started by :mod:`sweet_rl.evaluation.sandbox` as ``python -s sandbox_worker.py --slot N
+--scratch DIR`` with a scrubbed environment (stdlib only; it loads its two sibling modules by
+path). At start it confines *itself* — private network, Landlock, no privileges — then
+answers one JSON job per line on stdin with one JSON reply per line on stdout::
 
     job:   {"code": str, "tests": [expr, ...], "rules": "benchmark"|"strict",
-            "timeout": seconds per test, "memory_mb": int}
+            "timeout": seconds per test, "memory_mb": int, "reuse": bool}
     reply: {"results": [[status, detail], ...]}   status: ok | error | timeout | crash
 
-For each job the worker forks a child that confines itself (new session, limits, Landlock,
-another uid or no capabilities), runs the tests in order and writes one line per test to a
-pipe. The worker gives each test ``timeout`` seconds of wall time from the previous result;
-a child that overruns or dies is killed with its whole process group, the test is recorded
-as ``timeout``/``crash``, and a fresh child carries on with the next test. Forking from this
-small warm process costs about a millisecond, far less than starting Python per test.
+A job runs in a forked child that adds its own bounds (new session, resource limits, a
+seccomp filter against new processes, signals and sockets), runs the tests in order and
+writes one line per test to a pipe. The worker gives each test ``timeout`` seconds of wall
+time from the previous result; a child that overruns or dies is killed with its whole
+process group, the test is recorded as ``timeout``/``crash``, and a fresh child carries on
+with the next test. An answer's child serves that one job and is thrown away, so nothing it
+changes can reach another answer; with ``reuse`` (reference solutions, which are trusted to
+be correct though not to be fast) a healthy child is kept for the next job. Forking from
+this small warm process costs well under a millisecond, far less than starting Python.
 """
 
 import argparse
 import builtins
+import gc
 import json
 import os
 import select
@@ -35,7 +39,9 @@ from sandbox_values import encode  # noqa: E402
 # sandboxed code imports from the Python installation only, not from this package's folder
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
-RESULT_FD = 3
+RESULT_FD, JOB_FD = 3, 4
+REUSED_CPU_SECONDS = 3600  # a reused child is bounded per test by the clock, this is a backstop
+MAX_JOBS_PER_CHILD = 500  # a reused child is replaced after this many jobs
 MAX_REPLY_BYTES = 32 * 1024 * 1024  # a child that writes more than this is treated as crashed
 START_GRACE = 0.1  # fork and confinement before the first test, seconds
 
@@ -85,101 +91,132 @@ def _run_tests(code, tests, start, rules):
         _write_all(RESULT_FD, (json.dumps(line) + "\n").encode())
 
 
+def _child_main(job_fd):
+    """In the confined child: run each job read from ``job_fd`` until it closes."""
+    stream = os.fdopen(job_fd, "r", encoding="utf-8")
+    for line in stream:
+        job = json.loads(line)
+        _run_tests(job["code"], job["tests"], job["start"], job["rules"])
+
+
+class _Child:
+    """A forked, confined child and the worker's ends of its two pipes."""
+
+    def __init__(self, pid, job_fd, result_fd):
+        self.pid, self.job_fd, self.result_fd = pid, job_fd, result_fd
+        self.buffer, self.received, self.jobs = b"", 0, 0
+
+
 class Worker:
     def __init__(self, slot, scratch):
         real_root = os.getuid() == 0
-        self.uid = (confine.SANDBOX_UID_BASE + slot
-                    if real_root and confine.installation_readable_by_others() else None)
+        uid = (confine.SANDBOX_UID_BASE + slot
+               if real_root and confine.installation_readable_by_others() else None)
         self.private_network = confine.enter_private_network()
         # one folder for every child of this worker, emptied after each child that wrote
         self.workdir = os.path.join(scratch, "work")
         os.mkdir(self.workdir, 0o700)
-        if self.uid is not None:
-            os.chown(self.workdir, self.uid, self.uid)
+        if uid is not None:
+            os.chown(scratch, uid, uid)
+            os.chown(self.workdir, uid, uid)
         self.devnull = os.open(os.devnull, os.O_RDWR)
         # Landlock confines this worker itself, once: its children inherit the domain, which
         # is much cheaper than a domain per child (seccomp, per child, stops signals)
         landlock = confine.Landlock(scratch, confine.readable_roots())
         self.landlock_abi = landlock.abi if landlock.restrict() else 0
+        # the worker needs no privilege from here on: children inherit the dropped one
+        confine.become(uid)
+        self.reusable = None  # a child kept for jobs that allow reuse (references)
         self.isolation = {
             "private_network": self.private_network,
             "landlock_abi": self.landlock_abi,
-            "user": (f"uid {self.uid}" if self.uid is not None
+            "user": (f"uid {uid}" if uid is not None
                      else "root without capabilities" if real_root else "the calling user"),
             "seccomp": confine.seccomp_program(os.uname().machine) is not None,
         }
 
-    def _child(self, job, start, write_fd, workdir, worker_pid):
-        """Never returns: confine, run, exit."""
-        try:
+    def _fork(self, job, start):
+        job_read, job_write = os.pipe()
+        result_read, result_write = os.pipe()
+        worker_pid = os.getpid()
+        pid = os.fork()
+        if pid:
+            os.close(job_read)
+            os.close(result_write)
+            return _Child(pid, job_write, result_read)
+        try:  # the child: confine, then run jobs; never returns
             os.setsid()
-            os.chdir(workdir)
-            confine.become(self.uid)
-            confine.die_with_parent(worker_pid)  # after become(): a uid change clears it
-            budget = int(job["timeout"] * (len(job["tests"]) - start)) + 2
-            confine.limit_resources(int(job["memory_mb"]), budget)
-            confine.forbid_processes_and_signals()  # last: prctl above still needs no syscall of its list
+            os.chdir(self.workdir)
+            confine.die_with_parent(worker_pid)
+            cpu = REUSED_CPU_SECONDS if job.get("reuse") else job["timeout"] * (len(job["tests"]) - start) + 2
+            confine.limit_resources(int(job["memory_mb"]), int(cpu))
+            confine.forbid_processes_and_signals()
             for fd in (0, 1, 2):
                 os.dup2(self.devnull, fd)
-            os.dup2(write_fd, RESULT_FD)
-            os.closerange(RESULT_FD + 1, 1 << 16)
-            os.environ.update(HOME=workdir, TMPDIR=workdir)  # the rest was scrubbed at start
-            _run_tests(job["code"], job["tests"], start, job["rules"])
+            os.dup2(result_write, RESULT_FD)
+            os.dup2(job_read, JOB_FD)
+            os.closerange(JOB_FD + 1, 1 << 16)
+            os.environ.update(HOME=self.workdir, TMPDIR=self.workdir)  # the rest was scrubbed
+            _child_main(JOB_FD)
         finally:
             os._exit(0)
 
     def run(self, job):
-        tests = job["tests"]
-        results = [None] * len(tests)
+        """Results for every test of ``job``; a child that overruns or dies is replaced and
+        the next test goes to a fresh one."""
+        results = [None] * len(job["tests"])
         index = 0
-        while index < len(tests):
-            index = self._run_child(job, index, results)
+        while index < len(results):
+            child = self.reusable if job.get("reuse") and self.reusable else self._fork(job, index)
+            self.reusable = None
+            task = {"code": job["code"], "tests": job["tests"], "start": index, "rules": job["rules"]}
+            _write_all(child.job_fd, (json.dumps(task) + "\n").encode())
+            child.jobs += 1
+            index, healthy = self._collect(child, job, index, results)
+            if healthy and job.get("reuse") and child.jobs < MAX_JOBS_PER_CHILD:
+                self.reusable = child
+            else:
+                self._retire(child)
         return results
 
-    def _run_child(self, job, start, results):
-        """Run tests from ``start`` in one child; return the index to restart from."""
-        workdir = self.workdir
-        read_fd, write_fd = os.pipe()
-        worker_pid = os.getpid()
-        pid = os.fork()
-        if pid == 0:
-            os.close(read_fd)
-            self._child(job, start, write_fd, workdir, worker_pid)
-        os.close(write_fd)
-        index, buffer, received, reaped = start, b"", 0, False
+    def _collect(self, child, job, index, results):
+        """Read result lines until the job is done; ``(next index, child still usable)``."""
         deadline = time.monotonic() + job["timeout"] + START_GRACE
-        try:
-            while index < len(results):
-                wait = deadline - time.monotonic()
-                ready = select.select([read_fd], [], [], max(0.0, wait))[0] if wait > 0 else []
-                if not ready:
-                    results[index] = ["timeout", f"over {job['timeout']} s"]
-                    return index + 1
-                chunk = os.read(read_fd, 1 << 16)
-                received += len(chunk)
-                if not chunk or received > MAX_REPLY_BYTES:
-                    # the child closed its pipe (died, most likely) or floods it: stop it
-                    reason = self._describe(self._reap(pid)) if not chunk else "output too large"
-                    reaped = True
-                    results[index] = ["crash", reason]
-                    return index + 1
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for raw in lines:
-                    try:
-                        number, status, detail = json.loads(raw)
-                    except (ValueError, TypeError):
-                        continue
-                    if number == index and status in ("ok", "error"):
-                        results[index] = [status, str(detail)]
-                        index += 1
-                        deadline = time.monotonic() + job["timeout"]
-            return index
-        finally:
-            os.close(read_fd)
-            if not reaped:
-                self._reap(pid)
-            self._empty(workdir)
+        while index < len(results):
+            wait = deadline - time.monotonic()
+            ready = select.select([child.result_fd], [], [], wait)[0] if wait > 0 else []
+            if not ready:
+                results[index] = ["timeout", f"over {job['timeout']} s"]
+                return index + 1, False
+            chunk = os.read(child.result_fd, 1 << 16)
+            child.received += len(chunk)
+            if not chunk:  # the child closed its pipe: it died, most likely
+                results[index] = ["crash", self._describe(self._reap(child))]
+                return index + 1, False
+            if child.received > MAX_REPLY_BYTES:
+                results[index] = ["crash", "output too large"]
+                return index + 1, False
+            *lines, child.buffer = (child.buffer + chunk).split(b"\n")
+            for raw in lines:
+                try:
+                    number, status, detail = json.loads(raw)
+                except (ValueError, TypeError):
+                    continue
+                if number == index and status in ("ok", "error"):
+                    results[index] = [status, str(detail)]
+                    index += 1
+                    deadline = time.monotonic() + job["timeout"]
+        return index, True
+
+    def _retire(self, child):
+        for fd in (child.job_fd, child.result_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if child.pid:
+            self._reap(child)
+        self._empty(self.workdir)
 
     @staticmethod
     def _empty(folder):
@@ -202,8 +239,11 @@ class Worker:
         return f"exited with status {os.WEXITSTATUS(status)}"
 
     @staticmethod
-    def _reap(pid):
+    def _reap(child):
         """Kill the child's whole process group; return its wait status (None if gone)."""
+        pid, child.pid = child.pid, 0
+        if not pid:
+            return None
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:  # it ended by itself; with no new processes allowed it left no group behind
             return status
@@ -224,6 +264,11 @@ def main():
     parser.add_argument("--scratch", required=True)
     args = parser.parse_args()
     worker = Worker(args.slot, args.scratch)
+    # Children write to every object they touch (reference counts), and each first write to a
+    # page inherited from the worker copies it; keeping the garbage collector off the worker's
+    # own objects spares the children from touching all of them.
+    gc.collect()
+    gc.freeze()
     out = sys.stdout
     out.write(json.dumps({"isolation": worker.isolation}) + "\n")
     out.flush()
@@ -233,6 +278,8 @@ def main():
         job = json.loads(line)
         out.write(json.dumps({"results": worker.run(job)}) + "\n")
         out.flush()
+    if worker.reusable:  # the grader closed our input: leave no child behind
+        worker._retire(worker.reusable)
 
 
 if __name__ == "__main__":
