@@ -9,10 +9,13 @@ EXTRAS = {
     "html": ["selenium>=4.10", "open_clip_torch>=2.20", "pillow>=9"],
     # `transformers serve` as a local OpenAI-compatible simulator server
     "serving": ["transformers[serving]>=4.57"],
-    # training the critic and the agent
+    # training the critic and the agent (transformers.Trainer needs accelerate; DeepSpeed for
+    # ZeRO; its CPU backend JIT-compiles a small op on first use: a C++ compiler is needed)
     "train": ["accelerate>=1.0", "deepspeed>=0.15"],
     "dev": ["pytest>=8", "pytest-timeout>=2.3", "selenium>=4.10", "transformers[serving]>=4.57"],
 }
+# The tests run the training stages, DeepSpeed's launcher included (ZeRO-3 on the CPU).
+EXTRAS["dev"] += EXTRAS["train"]
 
 setup(
     name="sweet_rl",

@@ -47,9 +47,15 @@ def _run_in_process(code: str, expression: str, timeout: float):
 
 
 def grade_in_process(items, timeout: float):
-    """The benchmark rules, unsandboxed: rewards per item."""
+    """The benchmark rules, unsandboxed: rewards per item. Runs in a throwaway folder, since
+    some reference solutions create files (sqlite databases) in the working folder."""
+    import tempfile
+
     previous = signal.signal(signal.SIGALRM, _alarm)
     rewards = []
+    here = os.getcwd()
+    scratch = tempfile.TemporaryDirectory(prefix="bench_grader_")
+    os.chdir(scratch.name)
     try:
         for answer, reference, tests in items:
             code = extract_code(answer)
@@ -67,6 +73,8 @@ def grade_in_process(items, timeout: float):
             rewards.append(passed / len(tests))
     finally:
         signal.signal(signal.SIGALRM, previous)
+        os.chdir(here)
+        scratch.cleanup()
     return rewards
 
 

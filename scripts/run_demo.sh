@@ -1,20 +1,48 @@
 #!/usr/bin/env bash
-# The embedded default: simulate -> evaluate -> view on the bundled sample backend tasks, with
-# the tiny local model as both agent and simulated human, on the CPU, with no network.
+# The embedded default, on the CPU with no network and tiny local models:
+#   part 1: simulate -> evaluate -> view on the bundled sample backend tasks, the tiny model
+#           playing both the agent and the simulated human;
+#   part 2: the whole SWEET-RL loop (scripts/run_sweet_backend.sh with CPU settings):
+#           offline trajectories -> evaluate with pairs -> critic -> sample -> rank -> pair ->
+#           agent DPO -> simulate and evaluate with the trained agent.
+# A random tiny model never solves a task, so part 2 starts from scripted offline dialogues
+# in which some rollouts succeed (sweet_rl/data/offline_demo.py); every stage still runs for real.
 #
 #   bash scripts/run_demo.sh            # writes outputs/demo/
-#   OUT=/tmp/demo bash scripts/run_demo.sh
+#   OUT=/tmp/demo PART=1 bash scripts/run_demo.sh   # part 1 only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-outputs/demo}
+PART=${PART:-all}                      # 1, 2 or all
 ROLLOUTS=${ROLLOUTS:-2}
 MAX_NEW_TOKENS=${MAX_NEW_TOKENS:-64}
 mkdir -p "$OUT"
+# (tail: a library may log to stdout on import)
+TINY=$(python -c "from sweet_rl.tiny_model import ensure_tiny_model; print(ensure_tiny_model())" | tail -n 1)
+TASKS=$(python -c "from sweet_rl.data.tasks import SAMPLE_BACKEND_TASKS; print(SAMPLE_BACKEND_TASKS)" | tail -n 1)
 
-python scripts/simulate_interactions.py \
-    --output_path "$OUT/trajectories.jsonl" --overwrite \
-    --best_of_n "$ROLLOUTS" --max_new_tokens "$MAX_NEW_TOKENS" --simulator_max_tokens 64
-python scripts/evaluate_code.py "$OUT/trajectories.jsonl" --k "$ROLLOUTS" \
-    --ground_truth_preference_path "$OUT/critic_pairs.jsonl"
-python visualizers/visualize_dialogue_histories.py "$OUT/trajectories.jsonl" "$OUT/dialogues.html"
+if [ "$PART" != 2 ]; then
+  echo "== part 1: simulate -> evaluate -> view ($OUT)"
+  python scripts/simulate_interactions.py \
+      --output_path "$OUT/trajectories.jsonl" --overwrite \
+      --best_of_n "$ROLLOUTS" --max_new_tokens "$MAX_NEW_TOKENS" --simulator_max_tokens 64
+  python scripts/evaluate_code.py "$OUT/trajectories.jsonl" --k "$ROLLOUTS" \
+      --ground_truth_preference_path "$OUT/critic_pairs.jsonl"
+  python visualizers/visualize_dialogue_histories.py "$OUT/trajectories.jsonl" "$OUT/dialogues.html"
+fi
+
+if [ "$PART" != 1 ]; then
+  SWEET=$OUT/sweet
+  echo "== part 2: the SWEET-RL loop on the CPU ($SWEET)"
+  mkdir -p "$SWEET"
+  python -m sweet_rl.data.offline_demo "$SWEET/offline.jsonl" --tokenizer "$TINY"
+  OUTPUT_DIR=$SWEET CHECKPOINT_DIR=$SWEET/checkpoints AGENT_MODEL=$TINY BACKEND=hf K=3 \
+  NUM_SAMPLES=${NUM_SAMPLES:-4} DATA_FRACTION=1.0 TEST_TASKS=$TASKS NUM_TEST_TASKS=6 \
+  LAUNCH=python SIM_FLAGS="--simulator_max_tokens 32" \
+  EXTRA_SIM_ARGS="--max_new_tokens ${SAMPLE_TOKENS:-16}" \
+  EXTRA_TRAIN_ARGS="--zero_stage 0 --bf16 False --gradient_checkpointing False --flash_attn False \
+--learning_rate 1e-4 --max_len 1024 --train_batch_size 2 --micro_train_batch_size 1 --max_epochs 1 \
+--report_to none" \
+      bash scripts/run_sweet_backend.sh
+fi
 echo "demo: files in $OUT (open $OUT/dialogues.html in a browser)"

@@ -21,10 +21,13 @@ NUM_GPUS=${NUM_GPUS:-8}
 BACKEND=${BACKEND:-vllm}               # agent inference backend: vllm on GPUs, hf on the CPU
 K=${K:-3}                              # rollouts per task in the offline data
 NUM_SAMPLES=${NUM_SAMPLES:-16}         # candidates per turn
+DATA_FRACTION=${DATA_FRACTION:-0.1}    # share of the offline trajectories sampled (the paper: 10%)
 NUM_TEST_TASKS=${NUM_TEST_TASKS:-1000}
 LAUNCH=${LAUNCH:-"deepspeed --num_gpus $NUM_GPUS"}
 EXTRA_TRAIN_ARGS=${EXTRA_TRAIN_ARGS:-}  # e.g. "--learning_rate 1e-4 --max_epochs 1" for the CPU demo
 EXTRA_SIM_ARGS=${EXTRA_SIM_ARGS:-}      # e.g. "--max_new_tokens 64" for the CPU demo
+CRITIC_ARGS=${CRITIC_ARGS:-}            # ablation "sum instead of mean": "--mean_log_prob False"
+RANK_ARGS=${RANK_ARGS:-}                # ablations: "--no_use_ground_truth"; "--use_sum"
 SIM_FLAGS=${SIM_FLAGS:-"--hostname $SIM_HOST --port $SIM_PORT --env_model $SIM_MODEL"}
 
 mkdir -p "$OUTPUT_DIR" "$CHECKPOINT_DIR"
@@ -45,15 +48,16 @@ python scripts/evaluate_code.py "$OFFLINE" --k "$K" --ground_truth_preference_pa
 
 echo "== 2. critic -> $CRITIC"
 $LAUNCH scripts/train_dpo.py --config configs/critic_backend.json --pretrain "$AGENT_MODEL" \
-    --dataset "$CRITIC_PAIRS" --save_path "$CRITIC" $EXTRA_TRAIN_ARGS
+    --dataset "$CRITIC_PAIRS" --save_path "$CRITIC" $EXTRA_TRAIN_ARGS $CRITIC_ARGS
 
-echo "== 3. $NUM_SAMPLES candidates per turn on 10% of the offline data -> $SAMPLED"
+echo "== 3. $NUM_SAMPLES candidates per turn on a $DATA_FRACTION share of the offline data -> $SAMPLED"
 python scripts/sample_best_of_n.py "$OFFLINE" "$SAMPLED" --agent_model "$AGENT_MODEL" \
-    --best_of_n "$NUM_SAMPLES" --data_fraction 0.1 --backend "$BACKEND" $EXTRA_SIM_ARGS
+    --best_of_n "$NUM_SAMPLES" --data_fraction "$DATA_FRACTION" --backend "$BACKEND" --to_continue \
+    $EXTRA_SIM_ARGS
 
 echo "== 4. critic ranking -> $RANKED"
 python scripts/rank_best_of_n.py --model_id "$CRITIC" --input_path "$SAMPLED" \
-    --output_path "$RANKED" --backend "$BACKEND"
+    --output_path "$RANKED" --backend "$BACKEND" --to_continue $RANK_ARGS
 
 echo "== 5. per-turn pairs -> $AGENT_PAIRS"
 python scripts/generate_random_pairs_from_ranks.py "$RANKED" "$AGENT_PAIRS" --no_prompt \

@@ -1,4 +1,5 @@
-"""The README's first command: scripts/run_demo.sh runs simulate -> evaluate -> view."""
+"""The README's first command: scripts/run_demo.sh runs simulate -> evaluate -> view, then the
+whole SWEET-RL loop on the CPU with tiny models, printing each stage's line."""
 
 import os
 import shutil
@@ -12,16 +13,34 @@ from tests.conftest import REPO_ROOT
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_demo_script_runs_every_stage(tmp_path):
     env = dict(os.environ, OUT=str(tmp_path / "demo"), MAX_NEW_TOKENS="8", ROLLOUTS="2",
+               NUM_SAMPLES="2", SAMPLE_TOKENS="8",
                XDG_CACHE_HOME=str(tmp_path / "cache"), HF_HUB_OFFLINE="1")
     result = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "run_demo.sh")], env=env,
-                            capture_output=True, text=True, timeout=600)
+                            capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
-    assert any(line.startswith("simulate: 12 dialogues") for line in lines)
-    assert any(line.startswith("evaluate_code: 12 trajectories (6 tasks x 2)") for line in lines)
-    assert any(line.startswith("visualized 12 dialogues") for line in lines)
+
+    def seen(prefix):
+        return [line for line in lines if line.startswith(prefix)]
+
+    # part 1: simulate -> evaluate -> view
+    assert seen("simulate: 12 dialogues")
+    assert seen("evaluate_code: 12 trajectories (6 tasks x 2)")
+    assert seen("visualized 12 dialogues")
     for name in ("trajectories.jsonl", "critic_pairs.jsonl", "dialogues.html",
                  "trajectories.jsonl.config.json"):
         assert (tmp_path / "demo" / name).exists(), name
+    # part 2: offline data -> pairs -> critic -> sample -> rank -> pair -> agent DPO -> evaluate
+    assert seen("offline_demo: 18 scripted trajectories")
+    [offline] = seen("evaluate_code: 18 trajectories (6 tasks x 3)")
+    assert "success 100.0%" in offline and "6 preference pairs" in offline
+    assert len(seen("train_dpo: stage=train_dpo")) == 2  # the critic, then the agent
+    assert seen("sample_best_of_n: ") and seen("rank_best_of_n: ") and seen("generate_random_pairs: ")
+    assert seen("simulate: 6 dialogues")
+    assert seen("evaluate_code: 6 trajectories (6 tasks x 1)")
+    sweet = tmp_path / "demo" / "sweet"
+    for name in ("critic_pairs.jsonl", "sampled.jsonl", "ranked.jsonl", "agent_pairs.jsonl",
+                 "evaluation.jsonl", "checkpoints/critic/config.json", "checkpoints/agent/config.json"):
+        assert (sweet / name).exists(), name
     # The tiny model was built into the (redirected) user cache, not downloaded.
     assert (tmp_path / "cache" / "sweet_rl" / "tiny-llama-seed0" / "config.json").exists()

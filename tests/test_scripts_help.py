@@ -22,3 +22,9 @@ def test_help(script):
     assert result.returncode == 0, result.stderr
     shown = result.stdout + result.stderr  # fire prints help on stderr when not on a terminal
     assert "NAME" in shown and ("FLAGS" in shown or "POSITIONAL ARGUMENTS" in shown)
+
+
+def test_step_stage_scripts_are_covered():
+    names = {p.name for p in SCRIPTS}
+    assert {"sample_best_of_n.py", "rank_best_of_n.py",
+            "generate_random_pairs_from_ranks.py"} <= names

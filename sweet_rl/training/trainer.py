@@ -119,9 +119,13 @@ def training_arguments(options: Dict[str, Any], gradient_accumulation: int,
         raise ValueError(f"lr_warmup_ratio must be in [0, 1), got {options['lr_warmup_ratio']}")
     save_steps = int(options["save_steps"])
     bf16 = bool(options["bf16"])
-    # the Trainer accepts bf16 without a GPU only with use_cpu (bf16 autocast on the CPU);
-    # use_cpu would switch DeepSpeed off, so run.py drops bf16 for DeepSpeed on the CPU
-    use_cpu = bf16 and not torch.cuda.is_available() and not deepspeed
+    # Without a GPU: use_cpu, so that bf16 means bf16 autocast on the CPU and torchrun gives
+    # DDP over gloo. use_cpu would switch DeepSpeed off, so DeepSpeed on the CPU trains in
+    # fp32 (run.py drops bf16) and its processes get a gloo state configured beforehand.
+    use_cpu = not torch.cuda.is_available() and not deepspeed
+    accelerator_config = None
+    if deepspeed and not torch.cuda.is_available() and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        accelerator_config = _deepspeed_cpu_state()
     # transformers >= 5.x renamed gradient_checkpointing to activation_checkpointing
     fields = TrainingArguments.__dataclass_fields__
     ckpt = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
@@ -152,7 +156,30 @@ def training_arguments(options: Dict[str, Any], gradient_accumulation: int,
         deepspeed=deepspeed,
         local_rank=local_rank,
         disable_tqdm=False,
+        **({"accelerator_config": accelerator_config} if accelerator_config else {}),
     )
+
+
+def _deepspeed_cpu_state() -> dict:
+    """DeepSpeed over several CPU processes (tests; CI has no GPU).
+
+    Accelerate picks no communication backend for DeepSpeed on a machine without a GPU and so
+    counts one process, which fills DeepSpeed's ``train_batch_size`` with a wrong world size.
+    Configuring its state with gloo first, as accelerate would for DeepSpeed, and telling the
+    Trainer to use that state fixes the count. No effect with a GPU (nccl is picked there).
+    """
+    from accelerate import PartialState
+
+    saved = os.environ.get("ACCELERATE_USE_DEEPSPEED")
+    os.environ["ACCELERATE_USE_DEEPSPEED"] = "true"
+    try:
+        PartialState(backend="gloo")
+    finally:
+        if saved is None:
+            del os.environ["ACCELERATE_USE_DEEPSPEED"]
+        else:
+            os.environ["ACCELERATE_USE_DEEPSPEED"] = saved
+    return {"use_configured_state": True}
 
 
 def load_causal_lm(path: str, options: Dict[str, Any], use_deepspeed: bool):

@@ -71,3 +71,37 @@ def test_flash_attn_falls_back_to_sdpa_when_absent(monkeypatch):
     assert cfg.attention_implementation(False) == "sdpa"
     monkeypatch.setattr(cfg.importlib.util, "find_spec", lambda name: object())
     assert cfg.attention_implementation(True) == "flash_attention_2"
+
+
+def test_training_arguments_schedule_accumulation_and_checkpointing(tmp_path):
+    """The Trainer's own optimizer and scheduler from our TrainingArguments: lr 1.0, 10 steps,
+    warmup ratio 0.2 (2 steps), floor 0.1. By hand:
+        warmup  lr(0) = 0, lr(1) = 0.5, lr(2) = 1.0
+        cosine  lr(t) = 0.1 + 0.9 x 0.5 x (1 + cos(pi (t - 2) / 8)): lr(6) = 0.55, lr(10) = 0.1
+    """
+    import math
+
+    import torch
+    from transformers import Trainer
+
+    from sweet_rl.training.trainer import training_arguments
+
+    options = dict(cfg.DPO_DEFAULTS, save_path=str(tmp_path), learning_rate=1.0,
+                   lr_warmup_ratio=0.2, min_lr_ratio=0.1, gradient_checkpointing=True,
+                   train_batch_size=8, micro_train_batch_size=2)
+    args = training_arguments(options, cfg.gradient_accumulation_steps(
+        options["train_batch_size"], options["micro_train_batch_size"], 1), None)
+    assert args.gradient_accumulation_steps == 4 and args.per_device_train_batch_size == 2
+    assert getattr(args, "activation_checkpointing", None) or args.gradient_checkpointing
+    assert args.report_to in ([], ["none"], "none") and args.deepspeed is None
+
+    trainer = Trainer(model=torch.nn.Linear(2, 1), args=args)
+    trainer.create_optimizer_and_scheduler(num_training_steps=10)
+    lrs = []
+    for _ in range(11):
+        lrs.append(trainer.lr_scheduler.get_last_lr()[0])
+        trainer.optimizer.step()
+        trainer.lr_scheduler.step()
+    expected = [0.0, 0.5, 1.0] + [0.1 + 0.45 * (1 + math.cos(math.pi * (t - 2) / 8)) for t in range(3, 11)]
+    assert lrs == pytest.approx(expected, abs=1e-9)
+    assert lrs[6] == pytest.approx(0.55) and lrs[10] == pytest.approx(0.1)

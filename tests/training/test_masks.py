@@ -157,3 +157,59 @@ def test_sft_collator_labels_only_assistant_turns(tok, ids):
     M = len(short.input_ids)
     assert batch["labels"][1].tolist() == [-100] * (M - 4) + [ids["\n"], ids["\n"], ids["c"], EOT] + \
         [-100] * (len(expected_ids) - M)
+
+
+class LetterTokenizer:
+    """A stub tokenizer with literal ids: <B> 0 (BOS), <H> 2, </H> 3, <E> 4 (end of turn),
+    <P> 5 (pad); every other character is its code point (u 117, a 97, q 113, r 114, x 120,
+    y 121, z 122)."""
+
+    SPECIAL = {"<B>": 0, "<H>": 2, "</H>": 3, "<E>": 4, "<P>": 5}
+    bos_token_id, eos_token_id, pad_token_id, eos_token = 0, 4, 5, "<E>"
+
+    def __call__(self, text, add_special_tokens=False):
+        import re
+
+        pieces = re.split("(" + "|".join(map(re.escape, self.SPECIAL)) + ")", text)
+        ids = [self.SPECIAL[p] if p in self.SPECIAL else ord(c) for p in pieces if p
+               for c in ([p] if p in self.SPECIAL else p)]
+        return {"input_ids": ids}
+
+
+def test_two_turn_pair_to_literal_tensors():
+    """Chosen: user q / assistant x / user r / assistant y; rejected: ... / assistant z z.
+    Template "<H>a</H>" = [2, 97, 3]; each assistant turn runs from after it through <E>.
+
+        chosen   <B> <H> u </H> q <E> <H> a </H> [x <E>] <H> u </H> r <E> <H> a </H> {y <E>}
+        rejected <B> <H> u </H> q <E> <H> a </H> [x <E>] <H> u </H> r <E> <H> a </H> {z z <E>}
+    [..] turn 1, {..} turn 2. One pair -> rows [chosen, rejected], chosen padded with 5.
+    """
+    user, head = lambda m: [2, 117, 3, ord(m), 4], [2, 97, 3]  # noqa: E731
+    chosen_text = "<B><H>u</H>q<E><H>a</H>x<E><H>u</H>r<E><H>a</H>y<E>"
+    rejected_text = "<B><H>u</H>q<E><H>a</H>x<E><H>u</H>r<E><H>a</H>zz<E>"
+    seq = SequenceTokenizer(LetterTokenizer(), max_len=64, response_template="<H>a</H>")
+    chosen, rejected = seq.pair(chosen_text, rejected_text)
+    assert chosen.input_ids == [0] + user("q") + head + [120, 4] + user("r") + head + [121, 4]
+    batch = PreferenceCollator(pad_id=5)([{"chosen": chosen, "rejected": rejected,
+                                           "ref_chosen_logp": -3.0, "ref_rejected_logp": -4.5}])
+    assert torch.equal(batch["input_ids"], torch.tensor([
+        [0, 2, 117, 3, 113, 4, 2, 97, 3, 120, 4, 2, 117, 3, 114, 4, 2, 97, 3, 121, 4, 5],
+        [0, 2, 117, 3, 113, 4, 2, 97, 3, 120, 4, 2, 117, 3, 114, 4, 2, 97, 3, 122, 122, 4]]))
+    assert torch.equal(batch["attention_mask"], torch.tensor([[1] * 21 + [0], [1] * 22]))
+    assert torch.equal(batch["turn_ids"], torch.tensor([
+        [0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0],
+        [0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2]]))
+    assert torch.equal(batch["loss_mask"], (batch["turn_ids"] > 0).long())
+    assert torch.equal(batch["ref_logps"], torch.tensor([-3.0, -4.5]))
+
+    # without the template: the response after the longest common token prefix (19 tokens)
+    chosen, rejected = SequenceTokenizer(LetterTokenizer(), max_len=64).pair(chosen_text, rejected_text)
+    assert chosen.turn_ids == [0] * 19 + [1, 1] and rejected.turn_ids == [0] * 19 + [1, 1, 1]
+
+    # max_len 8: <B> + the last 7 tokens; the first turn and the context go, turn 2 stays whole
+    chosen, rejected = SequenceTokenizer(LetterTokenizer(), max_len=8,
+                                         response_template="<H>a</H>").pair(chosen_text, rejected_text)
+    assert chosen.input_ids == [0, 114, 4, 2, 97, 3, 121, 4]
+    assert chosen.turn_ids == [0, 0, 0, 0, 0, 0, 2, 2]
+    assert rejected.input_ids == [0, 4, 2, 97, 3, 122, 122, 4]
+    assert rejected.turn_ids == [0, 0, 0, 0, 0, 2, 2, 2]

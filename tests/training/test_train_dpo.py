@@ -109,3 +109,49 @@ def test_script_exits_2_on_bad_input_and_leaves_save_path_alone(tiny_model_dir, 
     assert result.returncode == 2, result.stderr[-2000:]
     assert f"{path}, line 3: field 'rejected': missing" in result.stderr
     assert not save_path.exists()
+
+
+def test_reference_scores_come_from_ref_pretrain_before_training(tiny_model_dir, tmp_path):
+    """Two pairs, one optimizer step of two micro-batches, both scored before the update.
+
+    Without --ref_pretrain the reference is the initial policy itself: every step-1 reward is
+    beta x (policy - reference) = 0. With --ref_pretrain another model (other random weights)
+    the step-1 chosen reward is beta x the mean over the two pairs of (policy's - other's
+    token-mean log-prob of the chosen response), computed here independently through the
+    models' own cross-entropy (``labels`` = the response ids, -100 on the prompt).
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.tiny_model import build_tiny_model
+    from sweet_rl.training.data import read_preference_pairs
+    from sweet_rl.training.masks import SequenceTokenizer
+
+    other = build_tiny_model(str(tmp_path / "reference"), seed=1)
+    pairs = single_turn_pairs(tmp_path / "pairs.jsonl", n=2)
+    beta = 0.5
+    for name, ref in [("same", None), ("different", other)]:
+        main(pretrain=tiny_model_dir, ref_pretrain=ref, dataset=pairs, save_path=str(tmp_path / name),
+             max_epochs=1, mean_log_prob=True, beta=beta, **FAST)
+    same, different = read_metrics(tmp_path / "same")[0], read_metrics(tmp_path / "different")[0]
+    assert same["chosen_reward"] == pytest.approx(0.0, abs=1e-6)
+    assert same["rejected_reward"] == pytest.approx(0.0, abs=1e-6)
+
+    tok = AutoTokenizer.from_pretrained(tiny_model_dir)
+    seq = SequenceTokenizer(tok, 256)
+    policy, reference = (AutoModelForCausalLM.from_pretrained(p) for p in (tiny_model_dir, other))
+
+    def mean_logp(model, side):
+        ids = torch.tensor([side.input_ids])
+        labels = torch.tensor([[i if t else -100 for i, t in zip(side.input_ids, side.turn_ids)]])
+        with torch.no_grad():
+            return -model(input_ids=ids, labels=labels).loss.item()
+
+    expected = {"chosen_reward": [], "rejected_reward": []}
+    for pair in read_preference_pairs(pairs):
+        chosen, rejected = seq.pair(pair.chosen, pair.rejected)
+        for key, side in [("chosen_reward", chosen), ("rejected_reward", rejected)]:
+            expected[key].append(beta * (mean_logp(policy, side) - mean_logp(reference, side)))
+    for key, values in expected.items():
+        assert abs(sum(values)) > 1e-3  # the two models really differ
+        assert different[key] == pytest.approx(sum(values) / len(values), abs=1e-4)

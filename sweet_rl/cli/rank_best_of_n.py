@@ -1,0 +1,118 @@
+"""Stage: the critic scores every sampled candidate; adds ``judge_result[N]`` to each step record.
+
+See :mod:`sweet_rl.stepwise.ranking` for the arithmetic and :mod:`sweet_rl.stepwise.scoring`
+for the shared-prompt KV cache. Records are appended chunk by chunk; ``--to_continue`` resumes
+a killed run after the records already written.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Optional
+
+logger = logging.getLogger(__name__)
+
+
+def _identity(record) -> str:
+    from sweet_rl.stepwise.turns import dumps_key
+
+    return dumps_key(record["input"], record["additional_outputs"])
+
+
+def parse_step(data):
+    """A StepSample whose candidates are strings and reference scores numbers."""
+    from sweet_rl.records import RecordError, StepSample
+
+    sample = StepSample.from_dict(data)
+    for key, types in (("additional_outputs", str), ("additional_reference_logprobs", (int, float)),
+                       ("additional_reference_logprobs_sum", (int, float))):
+        for k, value in enumerate(getattr(sample, key)):
+            if not isinstance(value, types) or isinstance(value, bool):
+                raise RecordError(f"expected {'a string' if types is str else 'a number'}, "
+                                  f"got {type(value).__name__}", field=f"{key}[{k}]")
+    return sample
+
+
+def main(model_id: Optional[str] = None, input_path: Optional[str] = None,
+         output_path: Optional[str] = None, no_use_ground_truth: bool = False,
+         use_sum: bool = False, backend: str = "hf", batch_size: int = 16,
+         no_prompt_cache: bool = False, chunk_size: int = 32, device: Optional[str] = None,
+         dtype: str = "auto", seed: int = 0, to_continue: bool = False, overwrite: bool = False):
+    """Score each candidate with the critic: judge_result = critic log-prob - reference log-prob.
+
+    Example (tiny model as the critic, on the CPU):
+        python scripts/rank_best_of_n.py --model_id outputs/tiny-llama \\
+            --input_path outputs/sampled.jsonl --output_path outputs/ranked.jsonl
+
+    Args:
+        model_id: the trained critic (path or hub id; default: the embedded tiny model).
+        input_path: the sample stage's step records. output_path: the same, with judge_result.
+        no_use_ground_truth: condition the critic on ``input`` instead of
+            ``input_with_ground_truth`` (the paper's "without training-time information").
+        use_sum: compare summed log-probs instead of per-token means (the paper's ablation).
+        backend: ``hf`` (transformers) or ``vllm`` (GPU, prompt log-probs).
+        batch_size: hf candidates per forward pass. chunk_size: records per append.
+        no_prompt_cache: hf only: score every candidate with its full prompt instead of
+            reusing the turn's prompt KV cache (slower; same numbers up to rounding).
+        device, dtype: hf model placement. seed: vLLM engine seed.
+        to_continue: resume a killed run; overwrite: replace an existing output.
+    """
+    arguments = dict(locals())
+    from tqdm import tqdm
+
+    from sweet_rl.factory import resolve_model
+    from sweet_rl.io import append_jsonl, read_jsonl, write_sidecar
+    from sweet_rl.stepwise.ranking import build_scorer, critic_context, judge_results, ranked
+    from sweet_rl.stepwise.resume import records_done
+
+    if not input_path or not output_path:
+        raise ValueError("--input_path and --output_path are required")
+    samples = read_jsonl(input_path, parse_step)
+    done = records_done(output_path, [_identity(s.to_dict()) for s in samples], _identity,
+                        to_continue, overwrite)
+    started = time.time()
+    scorer = None
+    if done < len(samples):
+        scorer = build_scorer(backend, resolve_model(model_id), device, dtype, batch_size,
+                              not no_prompt_cache, seed)
+    scored = 0
+    step = max(1, int(chunk_size))
+    with tqdm(total=len(samples), initial=done, desc="turns", unit="turn") as bar:
+        for start in range(done, len(samples), step):
+            chunk = samples[start:start + step]
+            items = [(critic_context(s, not no_use_ground_truth), s.additional_outputs) for s in chunk]
+            if hasattr(scorer, "score_many"):  # vLLM: one engine call for the whole chunk
+                scores = scorer.score_many(items)
+            else:
+                scores = [scorer.score(context, candidates) for context, candidates in items]
+            append_jsonl(output_path, [ranked(s, judge_results(c, s, use_sum))
+                                       for s, c in zip(chunk, scores)])
+            scored += sum(len(s.additional_outputs) for s in chunk)
+            bar.update(len(chunk))
+    if not samples:
+        append_jsonl(output_path, [])
+    seconds = time.time() - started
+    write_sidecar(output_path, arguments, "rank_best_of_n")
+    print(f"rank_best_of_n: {summarize(output_path)}; scored {scored} candidates in "
+          f"{seconds:.1f}s ({scored / max(seconds, 1e-9):.1f}/s) -> {output_path}")
+    return output_path
+
+
+def summarize(path: str) -> str:
+    """One metrics line: mean judge_result and its mean spread within a turn."""
+    from sweet_rl.io import iter_jsonl
+    from sweet_rl.records import StepSample
+
+    count = candidates = 0
+    total = spread = 0.0
+    for sample in iter_jsonl(path, StepSample.from_dict):
+        judge = sample.judge_result or []
+        count += 1
+        candidates += len(judge)
+        total += sum(judge)
+        spread += (max(judge) - min(judge)) if judge else 0.0
+    if count == 0:
+        return "0 turns"
+    return (f"{count} turns, mean judge_result {total / max(1, candidates):.4f}, "
+            f"mean best-worst spread per turn {spread / count:.4f}")

@@ -1,0 +1,104 @@
+"""Stage: N candidate actions at every assistant turn of the offline data, with reference log-probs.
+
+Output: one step record per assistant turn of the first ``data_fraction`` of the trajectories
+(see :mod:`sweet_rl.stepwise.turns` and :mod:`sweet_rl.stepwise.sampling`). Records are
+appended chunk by chunk; each record's sampling seed depends only on ``--seed`` and its
+position, so a killed run resumed with ``--to_continue`` ends with the file a full run writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Optional
+
+logger = logging.getLogger(__name__)
+
+
+def _identity(record) -> str:
+    from sweet_rl.stepwise.turns import dumps_key
+
+    return dumps_key(record["input"], record["older_output"])
+
+
+def main(input_path: str, output_path: str, agent_model: Optional[str] = None,
+         best_of_n: int = 16, temperature: float = 1.0, data_fraction: float = 1.0,
+         backend: str = "hf", max_new_tokens: int = 1024, seed: int = 0,
+         batch_size: int = 16, chunk_size: int = 32, device: Optional[str] = None,
+         dtype: str = "auto", to_continue: bool = False, overwrite: bool = False):
+    """Sample ``best_of_n`` candidates per assistant turn and score them under the sampler.
+
+    Example (tiny model on the CPU; offline.jsonl from simulate + evaluate, or
+    ``python -m sweet_rl.data.offline_demo`` + ``scripts/evaluate_code.py --k 3``):
+        python scripts/sample_best_of_n.py outputs/offline.jsonl outputs/sampled.jsonl \\
+            --agent_model outputs/tiny-llama --best_of_n 4 --max_new_tokens 16
+
+    The paper's setting (10% of the offline data, 16 samples per turn, on GPUs):
+        python scripts/sample_best_of_n.py offline.jsonl sampled.jsonl \\
+            --agent_model meta-llama/Llama-3.1-8B-Instruct --best_of_n 16 --data_fraction 0.1 \\
+            --backend vllm
+
+    Args:
+        input_path: evaluated trajectories (``task``, ``dialogue_history``, ``answer``, ``reward``).
+        output_path: step records with ``additional_outputs`` and reference log-probs.
+        agent_model: the agent that samples (default: the embedded tiny model).
+        best_of_n: candidates per turn (N). temperature: sampling temperature (1.0).
+        data_fraction: share of the trajectories used, taken from the top of the file.
+        backend: ``hf`` (transformers) or ``vllm`` (GPU).
+        max_new_tokens: per candidate. seed: base of every record's sampling seed.
+        batch_size: hf rows per generate/score call. chunk_size: records per append.
+        device, dtype: hf model placement ("auto": cuda if present; bf16 on GPU, fp32 on CPU).
+        to_continue: resume a killed run; overwrite: replace an existing output.
+    """
+    arguments = dict(locals())
+    from tqdm import tqdm
+
+    from sweet_rl.factory import resolve_model
+    from sweet_rl.io import append_jsonl, write_sidecar
+    from sweet_rl.stepwise.resume import records_done
+    from sweet_rl.stepwise.sampling import build_sampler, with_candidates
+    from sweet_rl.stepwise.turns import read_turn_records, record_seed
+
+    if int(best_of_n) < 1:
+        raise ValueError(f"--best_of_n must be at least 1, got {best_of_n}")
+    # Validate every input before touching the output file.
+    records, used = read_turn_records(input_path, data_fraction)
+    done = records_done(output_path, [_identity(r) for r in records], _identity,
+                        to_continue, overwrite)
+    started = time.time()
+    sampler = None
+    if done < len(records):
+        sampler = build_sampler(backend, resolve_model(agent_model), temperature, max_new_tokens,
+                                device, dtype, batch_size, seed)
+    with tqdm(total=len(records), initial=done, desc="turns", unit="turn") as bar:
+        for start in range(done, len(records), max(1, int(chunk_size))):
+            chunk = records[start:start + max(1, int(chunk_size))]
+            seeds = [record_seed(seed, start + i) for i in range(len(chunk))]
+            results = sampler.sample([r["input"] for r in chunk], int(best_of_n), seeds)
+            append_jsonl(output_path, [with_candidates(r, outputs, scores)
+                                       for r, (outputs, scores) in zip(chunk, results)])
+            bar.update(len(chunk))
+    if not records:
+        append_jsonl(output_path, [])  # an empty but existing output, like a full run's
+    write_sidecar(output_path, arguments, "sample_best_of_n")
+    print(f"sample_best_of_n: {summarize(output_path)} from {used} trajectories "
+          f"in {time.time() - started:.1f}s -> {output_path}")
+    return output_path
+
+
+def summarize(path: str) -> str:
+    """One metrics line over the whole output file."""
+    from sweet_rl.io import iter_jsonl
+    from sweet_rl.records import StepSample
+
+    count = candidates = 0
+    mean_sum = distinct = 0.0
+    for sample in iter_jsonl(path, StepSample.from_dict):
+        count += 1
+        candidates += len(sample.additional_outputs)
+        mean_sum += sum(sample.additional_reference_logprobs)
+        distinct += len(set(sample.additional_outputs)) / max(1, len(sample.additional_outputs))
+    if count == 0:
+        return "0 turns"
+    return (f"{count} turns, {candidates} candidates, mean reference log-prob/token "
+            f"{mean_sum / max(1, candidates):.3f}, distinct candidates {100 * distinct / count:.1f}%")

@@ -1,0 +1,53 @@
+"""The critic's judgement of each candidate (the rank stage's logic).
+
+``judge_result[k] = critic(candidate_k | context) - reference_k``, where the context is the
+turn's ``input_with_ground_truth`` (the critic was trained with the reference solution in
+front; ``--no_use_ground_truth`` gives it the plain ``input`` instead, the paper's ablation),
+and both terms are per-token means (SWEET-RL's length normalisation) or, with ``--use_sum``,
+sums (the paper's ablation that collapses training). The reference is the sampling model's
+score stored by the sample stage, computed without the ground truth -- the original code's
+choice (DESIGN.md section 2).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence
+
+from sweet_rl.records import StepSample
+from sweet_rl.stepwise.scoring import Score, mean_of
+
+
+def judge_results(critic_scores: Sequence[Score], sample: StepSample,
+                  use_sum: bool = False) -> List[float]:
+    """One ``judge_result`` per candidate; N comes from the record itself."""
+    reference = (sample.additional_reference_logprobs_sum if use_sum
+                 else sample.additional_reference_logprobs)
+    if len(critic_scores) != len(reference):
+        raise ValueError(f"{len(critic_scores)} critic scores for {len(reference)} candidates")
+    critic = [float(s[0]) if use_sum else mean_of(s) for s in critic_scores]
+    return [c - float(r) for c, r in zip(critic, reference)]
+
+
+def critic_context(sample: StepSample, use_ground_truth: bool = True) -> str:
+    return sample.input_with_ground_truth if use_ground_truth else sample.input
+
+
+def ranked(sample: StepSample, judge: List[float]) -> Dict[str, Any]:
+    """The step record with ``judge_result`` added (every other key unchanged)."""
+    data = sample.to_dict()
+    data["judge_result"] = list(judge)
+    return data
+
+
+def build_scorer(backend: str, model_path: str, device, dtype: str, batch_size: int,
+                 prompt_cache: bool, seed: int = 0):
+    if backend == "hf":
+        from sweet_rl.stepwise.scoring import ContinuationScorer
+
+        return ContinuationScorer(model_path, device=device, dtype=dtype,
+                                  batch_size=batch_size, prompt_cache=prompt_cache)
+    if backend == "vllm":
+        from sweet_rl.stepwise.vllm_backend import VLLMScorer
+
+        return VLLMScorer(model_path, seed=seed)
+    raise ValueError(f"unknown backend {backend!r}; choose hf or vllm")

@@ -1,0 +1,63 @@
+"""N candidate actions per turn with their reference log-probs (the sample stage's logic).
+
+The reference log-prob of a candidate is its log-prob under the model that sampled it,
+conditioned on the turn's ``input`` (no ground truth): the rank stage subtracts it from the
+critic's, so that ``judge_result`` measures what the critic adds over the agent itself.
+Both the mean per token (what SWEET-RL ranks with) and the sum are kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Tuple
+
+from sweet_rl.stepwise.scoring import Score, mean_of
+
+
+def candidate_seeds(record_seed: int, n: int) -> List[int]:
+    """One seed per candidate row (HFGenerator seeds each mini-batch from its rows' seeds)."""
+    return [(record_seed * 7919 + j) % (2 ** 31) for j in range(int(n))]
+
+
+def with_candidates(record: Dict[str, Any], outputs: List[str], scores: List[Score]) -> Dict[str, Any]:
+    """A step record with its N candidates and their reference scores."""
+    if len(outputs) != len(scores):
+        raise ValueError(f"{len(outputs)} candidates but {len(scores)} scores")
+    return dict(record, additional_outputs=list(outputs),
+                additional_reference_logprobs=[mean_of(s) for s in scores],
+                additional_reference_logprobs_sum=[float(s[0]) for s in scores])
+
+
+class HFSampler:
+    """Samples with :class:`~sweet_rl.hf_generation.HFGenerator` (the N copies of a prompt are
+    one batch of ``batch_size`` rows at a time) and scores with the same loaded model."""
+
+    def __init__(self, model_path: str, temperature: float = 1.0, max_new_tokens: int = 1024,
+                 device: Optional[str] = None, dtype: str = "auto", batch_size: int = 16,
+                 prompt_cache: bool = True):
+        from sweet_rl.hf_generation import HFGenerator
+        from sweet_rl.stepwise.scoring import ContinuationScorer
+
+        self.generator = HFGenerator(model_path, device=device, dtype=dtype,
+                                     max_new_tokens=max_new_tokens, temperature=temperature,
+                                     batch_size=batch_size)
+        self.scorer = ContinuationScorer(model=self.generator.model,
+                                         tokenizer=self.generator.tokenizer,
+                                         batch_size=batch_size, prompt_cache=prompt_cache)
+
+    def sample(self, prompts: List[str], n: int, seeds: List[int]) -> List[Tuple[List[str], List[Score]]]:
+        results = []
+        for prompt, seed in zip(prompts, seeds):
+            outputs = self.generator.generate([prompt] * int(n), seeds=candidate_seeds(seed, n))
+            results.append((outputs, self.scorer.score(prompt, outputs)))
+        return results
+
+
+def build_sampler(backend: str, model_path: str, temperature: float, max_new_tokens: int,
+                  device: Optional[str], dtype: str, batch_size: int, seed: int):
+    if backend == "hf":
+        return HFSampler(model_path, temperature, max_new_tokens, device, dtype, batch_size)
+    if backend == "vllm":
+        from sweet_rl.stepwise.vllm_backend import VLLMSampler
+
+        return VLLMSampler(model_path, temperature, max_new_tokens, seed)
+    raise ValueError(f"unknown backend {backend!r}; choose hf or vllm")

@@ -1,0 +1,93 @@
+"""One step record per assistant turn of the offline trajectories (pure logic, no models).
+
+A step record holds what the agent saw at that turn (``input``, the chat-formatted prompt),
+what it wrote then (``older_output``), the trajectory's ``reward``, the task's
+``ground_truth``, the same prompt behind the critic's training-time prefix
+(``input_with_ground_truth``) and ``messages``: the chat messages *before* the turn, i.e.
+the conversation its prompt was formatted from. The sample stage adds the candidates.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from typing import Any, Dict, List, Tuple
+
+from sweet_rl.evaluation.preferences import GROUND_TRUTH_PREFIX
+from sweet_rl.records import RecordError, Trajectory
+
+
+def with_ground_truth(text: str, ground_truth: str) -> str:
+    """The critic's view of a prompt: the reference solution first (as in its training pairs)."""
+    return GROUND_TRUTH_PREFIX.format(ground_truth=ground_truth) + text
+
+
+def fraction_count(total: int, fraction: float) -> int:
+    """How many leading rows ``fraction`` keeps: ``int(total * fraction)``, at least one row.
+
+    The rows are taken from the top of the file, so the choice is deterministic; at least one
+    so that a tiny file with e.g. ``--data_fraction 0.1`` still yields something.
+    """
+    fraction = float(fraction)
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"--data_fraction must be in (0, 1], got {fraction}")
+    if total == 0:
+        return 0
+    return max(1, int(total * fraction))
+
+
+def turn_records(trajectory: Trajectory) -> List[Dict[str, Any]]:
+    """Step records (without candidates) for every assistant turn, in dialogue order."""
+    if trajectory.reward is None:
+        raise RecordError("missing (run the evaluate stage first)", field="reward")
+    truth = trajectory.task.ground_truth
+    records: List[Dict[str, Any]] = []
+    seen: List[Dict[str, str]] = []
+    for index, turn in enumerate(trajectory.dialogue_history):
+        if turn.role == "assistant":
+            for key in ("input", "output"):
+                if getattr(turn, key) is None:
+                    raise RecordError("missing on an assistant turn",
+                                      field=f"dialogue_history[{index}].{key}")
+            records.append({
+                "input": turn.input,
+                "input_with_ground_truth": with_ground_truth(turn.input, truth),
+                "older_output": turn.output,
+                "reward": trajectory.reward,
+                "ground_truth": truth,
+                "messages": [dict(m) for m in seen],
+            })
+        seen.append(turn.chat_message())
+    return records
+
+
+def _count_rows(path: str) -> int:
+    if not os.path.exists(path):
+        raise RecordError("file not found", path=path)
+    with open(path, "r", encoding="utf-8") as handle:
+        return sum(1 for line in handle if line.strip())
+
+
+def read_turn_records(path: str, data_fraction: float = 1.0) -> Tuple[List[Dict[str, Any]], int]:
+    """Step records of the first ``data_fraction`` of the trajectories in ``path``.
+
+    Returns (records, number of trajectories used). Only the rows used are parsed; a bad row
+    raises :class:`RecordError` with the file, line and field.
+    """
+    from sweet_rl.io import iter_jsonl
+
+    keep = fraction_count(_count_rows(path), data_fraction)
+    parse = lambda data: turn_records(Trajectory.from_dict(data))  # noqa: E731
+    per_row = list(itertools.islice(iter_jsonl(path, parse), keep))
+    return [record for rows in per_row for record in rows], len(per_row)
+
+
+def record_seed(seed: int, index: int) -> int:
+    """A seed per step record, so a resumed run samples exactly what a full run would."""
+    return (int(seed) * 1_000_003 + int(index)) % (2 ** 31)
+
+
+def dumps_key(*parts: Any) -> str:
+    """A comparable identity for resume checks."""
+    return json.dumps(parts, ensure_ascii=False)

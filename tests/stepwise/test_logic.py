@@ -1,0 +1,151 @@
+"""Pure logic of the step stages: turn records, pair selection, judge arithmetic, vLLM adapters."""
+
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from sweet_rl.records import RecordError, StepSample, Trajectory
+from sweet_rl.stepwise import pairs, ranking, turns, vllm_backend
+from sweet_rl.stepwise.sampling import with_candidates
+from sweet_rl.stepwise.scoring import mean_of
+
+
+def _trajectory(reward=1.0):
+    return Trajectory.from_dict({
+        "task": {"problem_description": "add", "ground_truth": "def f(a, b): return a + b"},
+        "dialogue_history": [
+            {"role": "user", "content": "add"},
+            {"role": "assistant", "content": "ints?", "input": "P1", "output": "OUTPUT: ints?"},
+            {"role": "user", "content": "yes"},
+            {"role": "assistant", "content": "I WANT TO ANSWER: x", "input": "P2", "output": "O2"}],
+        "answer": "x", "reward": reward})
+
+
+def test_turn_records_one_per_assistant_turn():
+    first, second = turns.turn_records(_trajectory(0.5))
+    assert first == {"input": "P1",
+                     "input_with_ground_truth": "In light that the final answer is: def f(a, b): return a + b.P1",
+                     "older_output": "OUTPUT: ints?", "reward": 0.5,
+                     "ground_truth": "def f(a, b): return a + b",
+                     "messages": [{"role": "user", "content": "add"}]}
+    assert second["older_output"] == "O2" and len(second["messages"]) == 3
+    assert second["messages"][-1] == {"role": "user", "content": "yes"}
+
+
+def test_turn_records_need_reward_and_turn_fields():
+    with pytest.raises(RecordError, match="reward"):
+        turns.turn_records(_trajectory(None))
+    bad = _trajectory()
+    bad.dialogue_history[3].input = None
+    with pytest.raises(RecordError) as err:
+        turns.turn_records(bad)
+    assert err.value.field == "dialogue_history[3].input"
+
+
+@pytest.mark.parametrize("total, fraction, expected", [(100, 0.1, 10), (15, 0.1, 1), (3, 1.0, 3),
+                                                       (0, 0.5, 0), (7, 0.5, 3)])
+def test_fraction_count(total, fraction, expected):
+    assert turns.fraction_count(total, fraction) == expected
+
+
+@pytest.mark.parametrize("fraction", [0, -0.1, 1.5])
+def test_fraction_out_of_range(fraction):
+    with pytest.raises(ValueError):
+        turns.fraction_count(10, fraction)
+
+
+def test_split_halves_even_odd_and_ties():
+    # judge 0.1, 0.9, -1, 0.5 -> order by judge desc: 1, 3, 0, 2
+    assert pairs.split_halves([0.1, 0.9, -1.0, 0.5]) == ([1, 3], [0, 2])
+    assert pairs.split_halves([3, 2, 1, 0, 4]) == ([4, 0], [1, 2, 3])  # odd: middle goes bottom
+    assert pairs.split_halves([1.0, 1.0, 1.0, 1.0]) == ([0, 1], [2, 3])  # ties keep order
+    assert pairs.split_halves([1.0]) == ([], [0])
+
+
+def test_draw_pairs_top_vs_bottom_and_seeded():
+    judge = [0.0, 5.0, -3.0, 4.0, 1.0, -1.0]  # top half {1, 3, 4}, bottom half {0, 2, 5}
+    drawn = pairs.draw_pairs(judge, 200, random.Random(0))
+    assert len(drawn) == 200
+    assert {c for c, _ in drawn} == {1, 3, 4} and {r for _, r in drawn} == {0, 2, 5}
+    assert drawn == pairs.draw_pairs(judge, 200, random.Random(0))
+    assert pairs.draw_pairs([2.0], 4, random.Random(0)) == []
+
+
+def test_pair_records_layouts_and_identical_skip():
+    sample = {"input": "PROMPT|", "additional_outputs": ["good", "bad", "good", "bad"],
+              "judge_result": [2.0, -1.0, 1.0, -2.0]}
+    records, skipped = pairs.turn_pairs(sample, 8, random.Random(1), "<E>", no_prompt=False)
+    assert skipped == 0 and len(records) == 8
+    assert all(r == {"prompt": "PROMPT|", "chosen": "good<E>", "rejected": "bad<E>"} for r in records)
+    records, _ = pairs.turn_pairs(sample, 2, random.Random(1), "<E>", no_prompt=True)
+    assert records[0] == {"chosen": "PROMPT|good<E>", "rejected": "PROMPT|bad<E>"}
+    same = dict(sample, additional_outputs=["x", "x", "x", "x"])
+    records, skipped = pairs.turn_pairs(same, 3, random.Random(1), "<E>", no_prompt=True)
+    assert records == [] and skipped == 3
+
+
+def test_sft_record_takes_first_best():
+    sample = {"input": "P", "additional_outputs": ["a", "b", "c"], "judge_result": [0.5, 2.0, 2.0]}
+    assert pairs.sft_record(sample, "<E>") == {"prompt": "P", "completion": "b<E>", "judge_result": 2.0}
+
+
+def _step(n=3):
+    record = dict(turns.turn_records(_trajectory())[0])
+    # sums -6, -2, 0 over 3, 1, 0 tokens -> means -2, -2, 0 (no token: 0)
+    return StepSample.from_dict(with_candidates(record, ["a b c", "d", ""][:n], [(-6.0, 3), (-2.0, 1), (0.0, 0)][:n]))
+
+
+def test_with_candidates_means_and_sums():
+    step = _step()
+    assert step.additional_reference_logprobs == [-2.0, -2.0, 0.0]
+    assert step.additional_reference_logprobs_sum == [-6.0, -2.0, 0.0]
+    assert mean_of((-3.0, 0)) == 0.0
+
+
+def test_judge_result_arithmetic_mean_and_sum():
+    step = _step()
+    critic = [(-3.0, 3), (-0.5, 1), (0.0, 0)]  # means -1, -0.5, 0
+    assert ranking.judge_results(critic, step) == [1.0, 1.5, 0.0]
+    assert ranking.judge_results(critic, step, use_sum=True) == [3.0, 1.5, 0.0]
+    two = _step(2)  # N is read from the record
+    assert ranking.judge_results(critic[:2], two) == [1.0, 1.5]
+    with pytest.raises(ValueError):
+        ranking.judge_results(critic, two)
+    assert ranking.critic_context(step).startswith("In light that the final answer is:")
+    assert ranking.critic_context(step, use_ground_truth=False) == "P1"
+    out = ranking.ranked(step, [1.0, 1.5, 0.0])
+    assert out["judge_result"] == [1.0, 1.5, 0.0] and out["input"] == "P1"
+
+
+def _lp(value):
+    return SimpleNamespace(logprob=value, rank=1, decoded_token="t")
+
+
+def test_vllm_completion_score_drops_stop_token():
+    # token 9 is the stop token vLLM keeps in token_ids; text is decoded without it.
+    done = SimpleNamespace(text="ab", token_ids=[5, 6, 9], cumulative_logprob=-4.5,
+                           logprobs=[{5: _lp(-1.0), 77: _lp(-0.1)}, {6: _lp(-2.0)}, {9: _lp(-1.5)}])
+    assert vllm_backend.completion_score(done, [9]) == (-3.0, 2)
+    cut = SimpleNamespace(text="ab", token_ids=[5, 6], cumulative_logprob=-3.0,
+                          logprobs=[{5: _lp(-1.0)}, {6: _lp(-2.0)}])  # hit max_tokens
+    assert vllm_backend.completion_score(cut, [9]) == (-3.0, 2)
+    no_lp = SimpleNamespace(text="ab", token_ids=[5, 6, 9], cumulative_logprob=-4.5, logprobs=None)
+    assert vllm_backend.completion_score(no_lp, [9]) == (-4.5, 3)
+    request = SimpleNamespace(outputs=[done, cut])
+    assert vllm_backend.request_candidates(request, [9]) == (["ab", "ab"], [(-3.0, 2), (-3.0, 2)])
+
+
+def test_vllm_prompt_tail_score():
+    ids = [1, 2, 3, 4, 5]
+    plp = [None, {2: _lp(-0.5)}, {3: _lp(-1.0), 8: _lp(-0.2)}, {4: _lp(-2.0)}, {5: -3.0}]
+    assert vllm_backend.prompt_tail_score(plp, ids, 3) == (-5.0, 2)  # tokens 4 and 5
+    assert vllm_backend.prompt_tail_score(plp, ids, 5) == (0, 0)
+    with pytest.raises(ValueError):
+        vllm_backend.prompt_tail_score(plp[:4], ids, 3)
+
+
+def test_vllm_sampling_kwargs():
+    kwargs = vllm_backend.sampling_kwargs(16, 1.0, 1024, 7, [128009])
+    assert kwargs == dict(n=16, temperature=1.0, top_p=1.0, max_tokens=1024, seed=7, logprobs=0,
+                          stop_token_ids=[128009], skip_special_tokens=True)
