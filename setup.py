@@ -12,7 +12,9 @@ EXTRAS = {
     # training the critic and the agent (transformers.Trainer needs accelerate; DeepSpeed for
     # ZeRO; its CPU backend JIT-compiles a small op on first use: a C++ compiler is needed)
     "train": ["accelerate>=1.0", "deepspeed>=0.15"],
-    "dev": ["pytest>=8", "pytest-timeout>=2.3", "selenium>=4.10", "transformers[serving]>=4.57"],
+    # beautifulsoup4 and numpy: imported by ColBench reference solutions (conformance test)
+    "dev": ["pytest>=8", "pytest-timeout>=2.3", "selenium>=4.10", "transformers[serving]>=4.57",
+            "beautifulsoup4>=4.9", "numpy>=1.24"],
 }
 # The tests run the training stages, DeepSpeed's launcher included (ZeRO-3 on the CPU).
 EXTRAS["dev"] += EXTRAS["train"]
@@ -35,6 +37,7 @@ setup(
         "openai>=1.40",
         "fire>=0.6",
         "tqdm>=4.60",
+        "accelerate>=1.0",  # transformers.Trainer, used by the demo's training stages
     ],
     extras_require=EXTRAS,
 )

@@ -143,13 +143,15 @@ class Grader:
         blocked = is_blocked(code) if self.rules == "benchmark" else None
         if blocked:
             return GradeResult(0.0, 0, len(tests), blocked_word=blocked, tests=["blocked"] * len(tests))
+        # the answer runs while the reference does: two workers, both cores busy
+        answer_worker.submit(code, tests, self.rules, self.timeout, self.memory_mb)
         key = (reference_code, tuple(tests))
         reference = self._reference_cache.get(key)
         if reference is None:
             reference = reference_worker.run(reference_code, tests, self.rules,
                                              self.reference_timeout, self.memory_mb, reuse=True)
             self._reference_cache[key] = reference
-        outputs = answer_worker.run(code, tests, self.rules, self.timeout, self.memory_mb)
+        outputs = answer_worker.collect()
         verdicts = [_verdict(r, a) for r, a in zip(reference, outputs)]
         passed = verdicts.count("pass")
         return GradeResult(passed / len(tests), passed, len(tests), tests=verdicts)

@@ -40,6 +40,7 @@ class SandboxWorker:
         self.process: Optional[subprocess.Popen] = None
         self.scratch: Optional[str] = None
         self.isolation: Dict[str, object] = {}
+        self._pending: Optional[tuple] = None
         self._start()
 
     def _start(self) -> None:
@@ -66,21 +67,46 @@ class SandboxWorker:
         ``reuse`` lets the worker run this job in the child that ran the previous reusable
         job; only for trusted code (reference solutions).
         """
+        self.submit(code, tests, rules, timeout, memory_mb, reuse)
+        return self.collect()
+
+    def submit(self, code: str, tests: List[str], rules: str, timeout: float,
+               memory_mb: int, reuse: bool = False) -> None:
+        """Send a job without waiting, so the caller can do other work; then :meth:`collect`."""
         job = json.dumps({"code": code, "tests": tests, "rules": rules, "timeout": timeout,
                           "memory_mb": memory_mb, "reuse": reuse})
+        self._pending = (job, len(tests))
+        self._send(job)
+
+    def collect(self) -> List[List[str]]:
+        """The results of the job sent by :meth:`submit`; a dead worker is restarted and the
+        job tried once more on the fresh one, then reported as crashed."""
+        job, count = self._pending
+        self._pending = None
         for attempt in range(2):
-            try:
-                self.process.stdin.write(job + "\n")
-                self.process.stdin.flush()
-                reply = self.process.stdout.readline()
-                if reply:
-                    return json.loads(reply)["results"]
-            except (BrokenPipeError, OSError, ValueError):
-                pass
+            reply = self._receive()
+            if reply is not None:
+                return reply
             logger.warning("sandbox worker %d died (attempt %d); restarting it", self.slot, attempt + 1)
             self.close()
             self._start()
-        return [["crash", "sandbox worker died"] for _ in tests]
+            if attempt == 0:
+                self._send(job)
+        return [["crash", "sandbox worker died"] for _ in range(count)]
+
+    def _send(self, job: str) -> None:
+        try:
+            self.process.stdin.write(job + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # seen as a missing reply by _receive
+
+    def _receive(self) -> Optional[List[List[str]]]:
+        try:
+            reply = self.process.stdout.readline()
+            return json.loads(reply)["results"] if reply else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     def close(self) -> None:
         if self.process is not None:

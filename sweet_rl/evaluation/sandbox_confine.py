@@ -11,7 +11,7 @@ reports which ones are active, so a run records how isolated it was:
   task file with the reference solutions cannot be read), writes only in the scratch folder,
   no TCP bind/connect, and no signals to processes outside the sandbox (the worker, the
   grader) — the last from Landlock ABI 6;
-- ``forbid_processes_and_signals``: a seccomp filter that fails fork/clone/exec, kill and
+- ``SeccompFilter``: a seccomp filter that fails fork/clone/exec, kill and
   friends, ptrace and socket with EPERM, on every kernel with seccomp (x86-64 and arm64);
 - ``limit_resources``: address space, CPU seconds, file size, no core dumps and no new
   processes or threads (RLIMIT_NPROC is per user, so as root each worker's children run as a
@@ -244,15 +244,23 @@ def seccomp_program(machine: str) -> Optional[List[tuple]]:
     return head + body + [(ret, 0, 0, allow), (ret, 0, 0, eperm), (ret, 0, 0, kill)]
 
 
-def forbid_processes_and_signals() -> bool:
-    """Install the seccomp filter on the calling process; True when it took."""
-    rows = seccomp_program(os.uname().machine)
-    if rows is None:
-        return False
-    program = (_SockFilter * len(rows))(*[_SockFilter(*row) for row in rows])
-    fprog = _SockFprog(len(rows), program)
-    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-    return _libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) == 0  # PR_SET_SECCOMP, FILTER
+class SeccompFilter:
+    """The filter, built once (in the worker); :meth:`install` applies it to the calling
+    process (each child) with two prctl calls."""
+
+    def __init__(self, machine: Optional[str] = None):
+        rows = seccomp_program(machine or os.uname().machine)
+        self.available = rows is not None
+        if rows:
+            self._program = (_SockFilter * len(rows))(*[_SockFilter(*row) for row in rows])
+            self._fprog = _SockFprog(len(rows), self._program)
+
+    def install(self) -> bool:
+        """Confine the calling process for good; True when the filter took."""
+        if not self.available:
+            return False
+        _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        return _libc.prctl(22, 2, ctypes.byref(self._fprog), 0, 0) == 0  # PR_SET_SECCOMP, FILTER
 
 
 def die_with_parent(parent_pid: int) -> None:

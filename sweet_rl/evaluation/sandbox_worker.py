@@ -43,7 +43,8 @@ RESULT_FD, JOB_FD = 3, 4
 REUSED_CPU_SECONDS = 3600  # a reused child is bounded per test by the clock, this is a backstop
 MAX_JOBS_PER_CHILD = 500  # a reused child is replaced after this many jobs
 MAX_REPLY_BYTES = 32 * 1024 * 1024  # a child that writes more than this is treated as crashed
-START_GRACE = 0.1  # fork and confinement before the first test, seconds
+SETUP_LIMIT = 10.0  # seconds a child may take to confine itself before its first test
+READY = b"ready\n"  # a child's first line: from here on the clock of its first test runs
 
 
 def _write_all(fd, data):
@@ -94,6 +95,7 @@ def _run_tests(code, tests, start, rules):
 def _child_main(job_fd):
     """In the confined child: run each job read from ``job_fd`` until it closes."""
     stream = os.fdopen(job_fd, "r", encoding="utf-8")
+    _write_all(RESULT_FD, READY)
     for line in stream:
         job = json.loads(line)
         _run_tests(job["code"], job["tests"], job["start"], job["rules"])
@@ -104,7 +106,7 @@ class _Child:
 
     def __init__(self, pid, job_fd, result_fd):
         self.pid, self.job_fd, self.result_fd = pid, job_fd, result_fd
-        self.buffer, self.received, self.jobs = b"", 0, 0
+        self.buffer, self.received, self.jobs, self.ready = b"", 0, 0, False
 
 
 class Worker:
@@ -127,12 +129,13 @@ class Worker:
         # the worker needs no privilege from here on: children inherit the dropped one
         confine.become(uid)
         self.reusable = None  # a child kept for jobs that allow reuse (references)
+        self.seccomp = confine.SeccompFilter()
         self.isolation = {
             "private_network": self.private_network,
             "landlock_abi": self.landlock_abi,
             "user": (f"uid {uid}" if uid is not None
                      else "root without capabilities" if real_root else "the calling user"),
-            "seccomp": confine.seccomp_program(os.uname().machine) is not None,
+            "seccomp": self.seccomp.available,
         }
 
     def _fork(self, job, start):
@@ -150,7 +153,7 @@ class Worker:
             confine.die_with_parent(worker_pid)
             cpu = REUSED_CPU_SECONDS if job.get("reuse") else job["timeout"] * (len(job["tests"]) - start) + 2
             confine.limit_resources(int(job["memory_mb"]), int(cpu))
-            confine.forbid_processes_and_signals()
+            self.seccomp.install()
             for fd in (0, 1, 2):
                 os.dup2(self.devnull, fd)
             os.dup2(result_write, RESULT_FD)
@@ -181,7 +184,10 @@ class Worker:
 
     def _collect(self, child, job, index, results):
         """Read result lines until the job is done; ``(next index, child still usable)``."""
-        deadline = time.monotonic() + job["timeout"] + START_GRACE
+        if not child.ready:  # the first test's clock starts once the child is confined
+            deadline = time.monotonic() + SETUP_LIMIT
+        else:
+            deadline = time.monotonic() + job["timeout"]
         while index < len(results):
             wait = deadline - time.monotonic()
             ready = select.select([child.result_fd], [], [], wait)[0] if wait > 0 else []
@@ -196,6 +202,11 @@ class Worker:
             if child.received > MAX_REPLY_BYTES:
                 results[index] = ["crash", "output too large"]
                 return index + 1, False
+            if not child.ready and (child.buffer + chunk).startswith(READY):
+                child.ready = True
+                chunk = (child.buffer + chunk)[len(READY):]
+                child.buffer = b""
+                deadline = time.monotonic() + job["timeout"]
             *lines, child.buffer = (child.buffer + chunk).split(b"\n")
             for raw in lines:
                 try:
