@@ -120,11 +120,10 @@ class SandboxWorker:
             except OSError:
                 pass
             self.process.wait()
-            for stream in (self.process.stdout,):
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+            try:
+                self.process.stdout.close()
+            except OSError:
+                pass
             self.process = None
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)

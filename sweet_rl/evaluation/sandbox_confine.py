@@ -7,15 +7,16 @@ reports which ones are active, so a run records how isolated it was:
 - ``enter_private_network``: a fresh network namespace, so the only interface is a loopback
   that is down — no connection leaves the process, TCP or otherwise (as root directly, as a
   normal user inside a new user namespace);
-- ``Landlock``: reads only under the Python installation and system library folders (so the
-  task file with the reference solutions cannot be read), writes only in the scratch folder,
-  no TCP bind/connect, and no signals to processes outside the sandbox (the worker, the
-  grader) — the last from Landlock ABI 6;
-- ``SeccompFilter``: a seccomp filter that fails fork/clone/exec, kill and
-  friends, ptrace and socket with EPERM, on every kernel with seccomp (x86-64 and arm64);
-- ``limit_resources``: address space, CPU seconds, file size, no core dumps and no new
-  processes or threads (RLIMIT_NPROC is per user, so as root each worker's children run as a
-  uid of their own, where the limit holds and signals to root processes are refused).
+- ``Landlock`` (applied to the worker, inherited by its children): reads only under the
+  Python installation and system library folders (so the task file with the reference
+  solutions cannot be read), writes only in the scratch folder, no TCP bind/connect, and no
+  signals to processes outside the sandbox (from Landlock ABI 6);
+- ``become``: the worker gives up root once — a uid of its own where that uid can still read
+  the Python installation, else root without capabilities;
+- ``SeccompFilter`` (built in the worker, installed by each child): fork/clone/exec, kill and
+  friends, ptrace and socket fail with EPERM, on every kernel with seccomp (x86-64, arm64);
+- ``limit_resources`` (each child): address space, CPU seconds, file size, no core dumps, and
+  RLIMIT_NPROC 0 as a second stop against new processes where the kernel enforces it.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def readable_roots() -> List[str]:
 
 
 class Landlock:
-    """A ruleset built once in the worker; :meth:`restrict` applies it in each child."""
+    """A ruleset built in the worker, which :meth:`restrict` confines (children inherit it)."""
 
     def __init__(self, writable: str, readable: Iterable[str]):
         self.abi = landlock_abi()
