@@ -6,7 +6,10 @@ EXTRAS = {
     # offline GPU inference for the agent (needs CUDA)
     "vllm": ["vllm>=0.6"],
     # frontend design: rendering and CLIP scoring
-    "html": ["selenium>=4.10", "open_clip_torch>=2.20", "pillow>=9"],
+    # (open_clip needs torchvision built for the installed torch: see .ci/run; datasets reads
+    # WebSight for scripts/prepare_frontend_tasks.py)
+    "html": ["selenium>=4.10", "open_clip_torch>=2.20", "torchvision", "pillow>=9",
+             "datasets>=2.14"],
     # `transformers serve` as a local OpenAI-compatible simulator server
     "serving": ["transformers[serving]>=4.57"],
     # training the critic and the agent (transformers.Trainer needs accelerate; DeepSpeed for
@@ -16,8 +19,9 @@ EXTRAS = {
     "dev": ["pytest>=8", "pytest-timeout>=2.3", "selenium>=4.10", "transformers[serving]>=4.57",
             "beautifulsoup4>=4.9", "numpy>=1.24"],
 }
-# The tests run the training stages, DeepSpeed's launcher included (ZeRO-3 on the CPU).
-EXTRAS["dev"] += EXTRAS["train"]
+# The tests run the training stages, DeepSpeed's launcher included (ZeRO-3 on the CPU), and
+# the frontend stages (Chromium rendering, CLIP on random weights, WebSight-shaped local files).
+EXTRAS["dev"] += EXTRAS["train"] + EXTRAS["html"]
 
 setup(
     name="sweet_rl",

@@ -79,7 +79,23 @@ def _finish(trainer, result, options, stage: str, tokens: int, examples: int,
         write_sidecar(os.path.join(options["save_path"], "training"), dict(options), stage)
         logger.info("%s summary: %s", stage, summary)
         print(f"{stage}: " + " ".join(f"{k}={v}" for k, v in summary.items()), flush=True)
+    _leave_process_group()
     return summary
+
+
+def _leave_process_group() -> None:
+    """Tear the process group down before the interpreter exits.
+
+    Left to interpreter shutdown, gloo's worker threads are destroyed while still joinable and
+    a rank can abort with "terminate called without an active exception" (exit -6) after a
+    training run that itself succeeded. The barrier keeps rank 0 from leaving while another rank
+    still gathers the ZeRO-3 shards for the final save.
+    """
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
 
 
 def train_preference(options: Dict[str, Any]) -> Dict[str, Any]:
