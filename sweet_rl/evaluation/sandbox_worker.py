@@ -10,14 +10,24 @@ answers one JSON job per line on stdin with one JSON reply per line on stdout::
     reply: {"results": [[status, detail], ...]}   status: ok | error | timeout | crash
 
 A job runs in a forked child that adds its own bounds (new session, resource limits, a
-seccomp filter against new processes, signals and sockets), runs the tests in order and
-writes one line per test to a pipe. The worker gives each test ``timeout`` seconds of wall
-time from the previous result; a child that overruns or dies is killed with its whole
-process group, the test is recorded as ``timeout``/``crash``, and a fresh child carries on
-with the next test. An answer's child serves that one job and is thrown away, so nothing it
-changes can reach another answer; with ``reuse`` (reference solutions, which are trusted to
-be correct though not to be fast) a healthy child is kept for the next job. Forking from
-this small warm process costs well under a millisecond, far less than starting Python.
+seccomp filter against new processes, signals and sockets) and runs the tests in order. An
+answer's child serves that one job and is thrown away, so nothing it changes can reach
+another answer; with ``reuse`` (reference solutions, which are trusted to be correct though
+not to be fast) a healthy child is kept for the next job. Forking from this small warm
+process costs about a millisecond, far less than starting Python.
+
+Two ways to run a job, because waking the worker once per test costs as much as the test:
+
+* fast (first): the child bounds each test itself with a ``timeout``-second interval timer
+  (a test that overruns is recorded as ``timeout`` and the next one runs) and writes all
+  results in one go; the worker waits once, for the whole job, with a backstop of
+  ``timeout`` per test plus a grace period;
+* careful (only when the fast run failed: the child died, or ignored its timer, e.g. stuck
+  in C code or with the alarm disabled): a fresh child writes one line per test, the worker
+  gives each test ``timeout`` seconds of wall time from the previous result, kills a child
+  that overruns or dies with its whole process group, records ``timeout``/``crash`` for that
+  test, and a fresh child carries on with the next test. Tests are deterministic, so running
+  the earlier ones again gives the same results.
 """
 
 import argparse
@@ -45,6 +55,16 @@ MAX_JOBS_PER_CHILD = 500  # a reused child is replaced after this many jobs
 MAX_REPLY_BYTES = 32 * 1024 * 1024  # a child that writes more than this is treated as crashed
 SETUP_LIMIT = 10.0  # seconds a child may take to confine itself before its first test
 READY = b"ready\n"  # a child's first line: from here on the clock of its first test runs
+FAST_GRACE = 0.5  # seconds on top of the tests' own bounds before a fast run is given up
+FAST_SETUP = 2.0  # seconds a fresh child of a fast run may take to confine itself
+
+
+class _TestTimeout(BaseException):
+    """Raised in the child by its interval timer when a test overruns (fast runs)."""
+
+
+def _on_alarm(signum, frame):
+    raise _TestTimeout()
 
 
 def _write_all(fd, data):
@@ -53,27 +73,38 @@ def _write_all(fd, data):
 
 
 def _restore(pristine):
+    """Put the builtins back as ``pristine`` (a copy) holds them. Checked by identity first:
+    rebuilding the dict on every test costs more than the test itself for most answers."""
     namespace = builtins.__dict__
+    if len(namespace) == len(pristine) and all(
+            a is b for a, b in zip(namespace.values(), pristine.values())):
+        return
     namespace.clear()
     namespace.update(pristine)
 
 
-def _run_tests(code, tests, start, rules):
+def _run_tests(code, tests, start, rules, timeout=None):
     """In the confined child: one result line per test, from ``start`` on.
 
-    The builtins are put back after every test, so an answer that monkeypatches them (``len``,
-    ``int``, ``__import__`` …) changes only its own test, never how its output is encoded.
+    With ``timeout`` (fast runs) each test is bounded by an interval timer and all lines are
+    written together at the end; without it each line is written as soon as it is known and
+    the worker keeps the time. The builtins are put back after every test, so an answer that
+    monkeypatches them (``len``, ``int``, ``__import__`` …) changes only its own test, never
+    how its output is encoded.
     """
     pristine_builtins = dict(builtins.__dict__)
     try:
         compiled = compile(code, "<answer>", "exec")
     except BaseException as error:  # a syntax error fails every test, as exec would
         compiled, failure = None, type(error).__name__
+    batch = []
     for index in range(start, len(tests)):
         if compiled is None:
             line = [index, "error", failure]
         else:
             try:
+                if timeout:
+                    signal.setitimer(signal.ITIMER_REAL, timeout)
                 if rules == "benchmark":
                     # the published rules: separate globals and locals, so top-level helpers
                     # and imports are not visible from inside the answer's function
@@ -84,21 +115,44 @@ def _run_tests(code, tests, start, rules):
                     module = {"__name__": "__sandboxed__", "__builtins__": __builtins__}
                     exec(compiled, module)
                     value = eval(tests[index], module)
+                if timeout:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
                 _restore(pristine_builtins)
                 line = [index, "ok", encode(value)]
+            except _TestTimeout:
+                _restore(pristine_builtins)
+                line = [index, "timeout", f"over {timeout} s"]
             except BaseException as error:
+                if timeout:
+                    signal.setitimer(signal.ITIMER_REAL, 0)
                 _restore(pristine_builtins)
                 line = [index, "error", type(error).__name__]
-        _write_all(RESULT_FD, (json.dumps(line) + "\n").encode())
+        if timeout:
+            batch.append(json.dumps(line))
+        else:
+            _write_all(RESULT_FD, (json.dumps(line) + "\n").encode())
+    if batch:
+        _write_all(RESULT_FD, ("\n".join(batch) + "\n").encode())
 
 
-def _child_main(job_fd):
-    """In the confined child: run each job read from ``job_fd`` until it closes."""
+def _run_job(job):
+    _run_tests(job["code"], job["tests"], job["start"], job["rules"],
+               job["timeout"] if job.get("fast") else None)
+
+
+def _child_main(job_fd, job=None):
+    """In the confined child: run ``job`` (inherited through the fork) and return, or, for a
+    reusable child, each job read from ``job_fd`` until it closes."""
+    signal.signal(signal.SIGALRM, _on_alarm)
+    if job is not None:
+        if not job.get("fast"):  # careful runs time each test from here on
+            _write_all(RESULT_FD, READY)
+        _run_job(job)
+        return
     stream = os.fdopen(job_fd, "r", encoding="utf-8")
     _write_all(RESULT_FD, READY)
     for line in stream:
-        job = json.loads(line)
-        _run_tests(job["code"], job["tests"], job["start"], job["rules"])
+        _run_job(json.loads(line))
 
 
 class _Child:
@@ -122,6 +176,9 @@ class Worker:
             os.chown(scratch, uid, uid)
             os.chown(self.workdir, uid, uid)
         self.devnull = os.open(os.devnull, os.O_RDWR)
+        # what children see as their home and temporary folder (the rest was scrubbed); set
+        # here once rather than in every child
+        os.environ.update(HOME=self.workdir, TMPDIR=self.workdir)
         # Landlock confines this worker itself, once: its children inherit the domain, which
         # is much cheaper than a domain per child (seccomp, per child, stops signals)
         landlock = confine.Landlock(scratch, confine.readable_roots())
@@ -138,89 +195,126 @@ class Worker:
             "seccomp": self.seccomp.available,
         }
 
-    def _fork(self, job, start):
-        job_read, job_write = os.pipe()
+    def _fork(self, job, task):
+        """A confined child. A one-shot child (``task`` given) runs that task, inherited
+        through the fork, and exits; a reusable one (``task`` None) reads tasks from a pipe."""
+        job_read, job_write = os.pipe() if task is None else (None, None)
         result_read, result_write = os.pipe()
         worker_pid = os.getpid()
         pid = os.fork()
         if pid:
-            os.close(job_read)
+            if job_read is not None:
+                os.close(job_read)
             os.close(result_write)
             return _Child(pid, job_write, result_read)
         try:  # the child: confine, then run jobs; never returns
             os.setsid()
             os.chdir(self.workdir)
             confine.die_with_parent(worker_pid)
-            cpu = REUSED_CPU_SECONDS if job.get("reuse") else job["timeout"] * (len(job["tests"]) - start) + 2
+            left = len(job["tests"]) - (task["start"] if task else 0)
+            cpu = REUSED_CPU_SECONDS if task is None else job["timeout"] * left + 2
             confine.limit_resources(int(job["memory_mb"]), int(cpu))
             self.seccomp.install()
             for fd in (0, 1, 2):
                 os.dup2(self.devnull, fd)
             os.dup2(result_write, RESULT_FD)
-            os.dup2(job_read, JOB_FD)
-            os.closerange(JOB_FD + 1, 1 << 16)
-            os.environ.update(HOME=self.workdir, TMPDIR=self.workdir)  # the rest was scrubbed
-            _child_main(JOB_FD)
+            if job_read is not None:
+                os.dup2(job_read, JOB_FD)
+            os.closerange(RESULT_FD + 1 if task else JOB_FD + 1, 1 << 16)
+            _child_main(JOB_FD, task)
         finally:
             os._exit(0)
 
     def run(self, job):
-        """Results for every test of ``job``; a child that overruns or dies is replaced and
-        the next test goes to a fresh one."""
+        """Results for every test of ``job``: a fast run first; what it did not deliver is
+        run again carefully, where a child that overruns or dies is replaced and the next
+        test goes to a fresh one."""
         results = [None] * len(job["tests"])
-        index = 0
+        index, fast = 0, True
         while index < len(results):
-            child = self.reusable if job.get("reuse") and self.reusable else self._fork(job, index)
+            task = {"code": job["code"], "tests": job["tests"], "start": index,
+                    "rules": job["rules"], "timeout": job["timeout"], "fast": fast}
+            reuse = job.get("reuse")
+            if reuse and self.reusable:
+                child = self.reusable
+            else:
+                child = self._fork(job, None if reuse else task)
             self.reusable = None
-            task = {"code": job["code"], "tests": job["tests"], "start": index, "rules": job["rules"]}
-            _write_all(child.job_fd, (json.dumps(task) + "\n").encode())
+            if reuse:
+                _write_all(child.job_fd, (json.dumps(task) + "\n").encode())
             child.jobs += 1
-            index, healthy = self._collect(child, job, index, results)
-            if healthy and job.get("reuse") and child.jobs < MAX_JOBS_PER_CHILD:
+            reached, healthy = self._collect(child, job, index, results, fast)
+            if healthy and reuse and child.jobs < MAX_JOBS_PER_CHILD:
                 self.reusable = child
             else:
                 self._retire(child)
+            if fast and reached < len(results):
+                fast = False  # go on carefully from the first test without a result
+                for late in range(reached, len(results)):
+                    results[late] = None
+            index = reached
         return results
 
-    def _collect(self, child, job, index, results):
-        """Read result lines until the job is done; ``(next index, child still usable)``."""
-        if not child.ready:  # the first test's clock starts once the child is confined
-            deadline = time.monotonic() + SETUP_LIMIT
+    def _collect(self, child, job, index, results, fast):
+        """Read result lines until the job is done; ``(next index, child still usable)``.
+
+        Careful runs give each test ``timeout`` seconds from the previous result; fast runs
+        give the whole job the tests' own bounds plus a grace period, and on failure report
+        how far they got without recording anything for the test that failed.
+        """
+        timeout = job["timeout"]
+        setup = 0.0 if child.ready or not job.get("reuse") else SETUP_LIMIT
+        if fast:
+            # a one-shot child confines itself inside this budget too
+            budget = timeout * (len(results) - index) + FAST_GRACE + (0.0 if job.get("reuse") else FAST_SETUP)
+            deadline = time.monotonic() + setup + budget
         else:
-            deadline = time.monotonic() + job["timeout"]
+            deadline = time.monotonic() + (SETUP_LIMIT if not child.ready else timeout)
         while index < len(results):
             wait = deadline - time.monotonic()
             ready = select.select([child.result_fd], [], [], wait)[0] if wait > 0 else []
             if not ready:
-                results[index] = ["timeout", f"over {job['timeout']} s"]
+                if fast:
+                    return index, False
+                results[index] = ["timeout", f"over {timeout} s"]
                 return index + 1, False
             chunk = os.read(child.result_fd, 1 << 16)
             child.received += len(chunk)
             if not chunk:  # the child closed its pipe: it died, most likely
-                results[index] = ["crash", self._describe(self._reap(child))]
+                status = self._describe(self._reap(child))
+                if fast:
+                    return index, False
+                results[index] = ["crash", status]
                 return index + 1, False
             if child.received > MAX_REPLY_BYTES:
+                if fast:
+                    return index, False
                 results[index] = ["crash", "output too large"]
                 return index + 1, False
             if not child.ready and (child.buffer + chunk).startswith(READY):
                 child.ready = True
                 chunk = (child.buffer + chunk)[len(READY):]
                 child.buffer = b""
-                deadline = time.monotonic() + job["timeout"]
+                if not fast:
+                    deadline = time.monotonic() + timeout
             *lines, child.buffer = (child.buffer + chunk).split(b"\n")
             for raw in lines:
                 try:
                     number, status, detail = json.loads(raw)
                 except (ValueError, TypeError):
                     continue
-                if number == index and status in ("ok", "error"):
+                if number == index and status in ("ok", "error") or (fast and number == index
+                                                                    and status == "timeout"):
                     results[index] = [status, str(detail)]
                     index += 1
-                    deadline = time.monotonic() + job["timeout"]
+                    if not fast:
+                        deadline = time.monotonic() + timeout
         return index, True
 
     def _retire(self, child):
         for fd in (child.job_fd, child.result_fd):
+            if fd is None:  # a one-shot child has no job pipe
+                continue
             try:
                 os.close(fd)
             except OSError:

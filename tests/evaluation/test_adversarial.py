@@ -79,7 +79,8 @@ def test_every_attack_gets_its_expected_score(rules, tmp_path, listener, monkeyp
     names = [a["name"] for a in attacks]
     for required in ("fork_bomb", "memory_bomb", "infinite_loop", "reads_input", "print_flood",
                      "files", "socket", "environment", "kill_parent", "sys_exit", "segfault",
-                     "monkeypatch_builtins", "eq_spoof"):
+                     "monkeypatch_builtins", "eq_spoof", "alarm_disabled", "swallows_timeout",
+                     "exit_on_second_test"):
         assert required in names
 
     with SandboxWorker(0, str(tmp_path)) as worker:
@@ -93,6 +94,13 @@ def test_every_attack_gets_its_expected_score(rules, tmp_path, listener, monkeyp
     got = {a["name"]: r.reward for a, r in zip(attacks, results)}
     expected = {a["name"]: a["expected"][rules] for a in attacks}
     assert got == expected, {n: (got[n], expected[n]) for n in names if got[n] != expected[n]}
+    # answers that defeat the child's own timer are still cut per test by the worker's clock,
+    # and results delivered before a crash are kept
+    by_name = {a["name"]: r for a, r in zip(attacks, results)}
+    assert by_name["alarm_disabled"].tests == ["timeout", "timeout"]
+    assert by_name["swallows_timeout"].tests == ["timeout", "timeout"]
+    assert by_name["exit_on_second_test"].tests[0] == "pass"
+    assert by_name["exit_on_second_test"].tests[1].startswith("crash")
 
     # nothing escaped: files, network, processes, output
     assert canary.read_text() == "still here"
