@@ -4,6 +4,10 @@ Rows follow the simulate layout: row ``i + j * num_tasks`` is rollout j of task 
 
 Backend rule (original): per task, if the best rollout succeeded (reward >= 1), pair the first
 best rollout (chosen) with every rollout whose reward is strictly lower (rejected).
+
+Frontend rule (original): per task, every pair of rollouts whose rewards (CLIP similarities)
+differ by at least a threshold (0.1), the higher one chosen. Runs are compared by win rate: the
+share of tasks where one run's best-of-k page is closer to the reference than the other's.
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from typing import List, Sequence, Tuple
 from sweet_rl.records import Trajectory
 
 GROUND_TRUTH_PREFIX = "In light that the final answer is: {ground_truth}."
+# Rewards are floats: 0.3 - 0.2 is 0.0999...98. A difference this close to the threshold counts
+# as reaching it, so a gap written as 0.1 behaves as 0.1 (far below any real CLIP difference).
+THRESHOLD_TOLERANCE = 1e-9
 
 
 def rollout_matrix(rewards: Sequence[float], k: int) -> List[List[float]]:
@@ -40,6 +47,36 @@ def success_pairs(rewards: Sequence[float], k: int, success: float = 1.0) -> Lis
             if j != best_j and value < best:
                 pairs.append((task + best_j * num_tasks, task + j * num_tasks))
     return pairs
+
+
+def threshold_pairs(rewards: Sequence[float], k: int, threshold: float = 0.1) -> List[Tuple[int, int]]:
+    """(chosen_row, rejected_row) for every two rollouts j < j2 of a task whose rewards differ by
+    at least ``threshold``; the higher reward is chosen. Equal rewards never pair."""
+    if threshold < 0:
+        raise ValueError(f"threshold must be >= 0, got {threshold}")
+    num_tasks = len(rewards) // k if k else 0
+    pairs = []
+    for task, row in enumerate(rollout_matrix(rewards, k)):
+        for j in range(k):
+            for j2 in range(j + 1, k):
+                gap = abs(row[j] - row[j2])
+                if gap == 0 or gap < threshold - THRESHOLD_TOLERANCE:
+                    continue
+                high, low = (j, j2) if row[j] > row[j2] else (j2, j)
+                pairs.append((task + high * num_tasks, task + low * num_tasks))
+    return pairs
+
+
+def win_rate(ours: Sequence[float], theirs: Sequence[float]) -> float:
+    """Share (0..1) of tasks where ``ours[i] > theirs[i]``; a tie counts half.
+
+    Both are per-task scores (e.g. best-of-k similarities) in the same task order."""
+    if len(ours) != len(theirs):
+        raise ValueError(f"win rate needs the same tasks: {len(ours)} scores against {len(theirs)}")
+    if not ours:
+        raise ValueError("win rate of no tasks")
+    points = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a, b in zip(ours, theirs))
+    return points / len(ours)
 
 
 def last_agent_text(trajectory: Trajectory) -> str:

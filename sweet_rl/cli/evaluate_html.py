@@ -1,0 +1,213 @@
+"""Stage: score frontend trajectories by CLIP similarity with the reference page.
+
+Writes ``reward`` (cosine similarity of the final page's CLIP image embedding with the
+reference page's) into the trajectory file, prints the best-of-k similarity (x100, as in the
+paper), optionally writes the critic's trajectory-level preference pairs (rollouts of a task
+whose rewards differ by at least ``--threshold``) and the win rate against another run.
+
+Pages are rendered offline (:mod:`sweet_rl.evaluation.renderer`) only when no screenshot of
+them exists yet; a missing or failed page is scored as a black picture and the row gets a
+``render_error``. Rows that already carry a reward from the same CLIP settings are kept, so a
+second run costs nothing and an interrupted one redoes only what it had not written.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import List, Optional
+
+from sweet_rl.evaluation.page_pictures import ANSWER_KEY, REFERENCE_KEY
+
+logger = logging.getLogger(__name__)
+SETTINGS_KEY = "clip_settings"  # extra key recording what produced ``reward``
+ERROR_KEY = "render_error"
+# Rows from the original code carry no settings key: it scored with ViT-B/32, OpenAI, centre.
+ORIGINAL_SETTINGS = "ViT-B-32|openai|center"
+
+
+def _validate(path: str, trajectories, want_pairs: bool) -> None:
+    """Everything that can be wrong with the input is found before anything is written."""
+    from sweet_rl.records import RecordError
+
+    if not trajectories:
+        raise RecordError("no trajectories", path=path)
+    for line, traj in enumerate(trajectories, start=1):
+        if traj.task.test_cases is not None:
+            raise RecordError("present: this is a backend task (use scripts/evaluate_code.py)",
+                              field="task.test_cases", path=path, line=line)
+        if not traj.task.ground_truth.strip():
+            raise RecordError("empty (frontend tasks need the reference HTML)",
+                              field="task.ground_truth", path=path, line=line)
+        for key in (ANSWER_KEY, REFERENCE_KEY):
+            value = traj.extra.get(key)
+            if value is not None and not isinstance(value, str):
+                raise RecordError(f"expected a path string, got {type(value).__name__}",
+                                  field=key, path=path, line=line)
+        if want_pairs and not traj.assistant_turns:
+            raise RecordError("has no assistant turn to build a preference pair from",
+                              field="dialogue_history", path=path, line=line)
+
+
+def _settings(traj) -> str:
+    return traj.extra.get(SETTINGS_KEY, ORIGINAL_SETTINGS)
+
+
+def _reference_best(path: str, ours, num_tasks: int, settings: str) -> List[float]:
+    """Best-of-k rewards of another evaluated run on the same tasks (any number of rollouts)."""
+    from sweet_rl.evaluation.preferences import best_of_k
+    from sweet_rl.io import read_jsonl
+    from sweet_rl.records import RecordError, Trajectory
+
+    theirs = read_jsonl(path, Trajectory.from_dict)
+    if not theirs or len(theirs) % num_tasks:
+        raise RecordError(f"has {len(theirs)} trajectories, not a multiple of the {num_tasks} tasks "
+                          "of the run being evaluated", path=path)
+    for row, traj in enumerate(theirs):
+        mine = ours[row % num_tasks].task.problem_description
+        if traj.task.problem_description != mine:
+            raise RecordError(f"differs from task {row % num_tasks + 1} of the run being evaluated "
+                              "(runs must hold the same tasks in the same order)",
+                              field="task.problem_description", path=path, line=row + 1)
+        if traj.reward is None:
+            raise RecordError("missing (evaluate that run first)", field="reward", path=path, line=row + 1)
+        if _settings(traj) != settings:
+            raise RecordError(f"{_settings(traj)!r}, but this run scores with {settings!r}: similarities "
+                              "from different CLIP settings cannot be compared",
+                              field=SETTINGS_KEY, path=path, line=row + 1)
+    return best_of_k([t.reward for t in theirs], len(theirs) // num_tasks)
+
+
+def _score(scorer, answers: List[Optional[str]], references: List[Optional[str]], batch_size: int) -> List[float]:
+    """Cosine similarity of each answer picture with its reference (None = black).
+
+    Each distinct picture (by content) is embedded once: a reference serves k rollouts, and a
+    page identical to its reference scores exactly 1 rather than 1 minus rounding noise.
+    """
+    from sweet_rl.evaluation.clip_similarity import cosine
+    from sweet_rl.evaluation.page_pictures import picture_key
+
+    keys = {path: picture_key(path) for path in answers + references}
+    first_path = {}
+    for path, key in keys.items():
+        first_path.setdefault(key, path)
+    position = {key: n for n, key in enumerate(first_path)}
+    embeddings = scorer.embed(list(first_path.values()), batch_size, progress=True)  # [U, D]
+    mine = embeddings[[position[keys[p]] for p in answers]]  # [N, D]
+    truth = embeddings[[position[keys[p]] for p in references]]  # [N, D]
+    scores = cosine(mine, truth).tolist()  # [N]
+    return [1.0 if keys[a] == keys[r] else float(score) for a, r, score in zip(answers, references, scores)]
+
+
+def _earlier_browser(saved_path: str) -> Optional[str]:
+    """The browser an earlier evaluation recorded, kept when this run renders nothing."""
+    import json
+
+    try:
+        with open(saved_path + ".config.json", encoding="utf-8") as handle:
+            return json.load(handle)["stages"]["evaluate_html"].get("browser_version")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
+         ground_truth_preference_path: Optional[str] = None, reference_path: Optional[str] = None,
+         clip_model: str = "ViT-B-32", clip_pretrained: str = "openai", crop: str = "center",
+         batch_size: int = 32, pool_size: Optional[int] = None, browser: str = "chromium",
+         screenshot_dir: Optional[str] = None, device: Optional[str] = None, reevaluate: bool = False,
+         threshold: float = 0.1, seed: int = 0, assets_dir: Optional[str] = None,
+         page_load_timeout: float = 20.0):
+    """Score a frontend trajectory file in place and print the metrics line.
+
+    Example:
+        python scripts/evaluate_html.py outputs/html.jsonl --k 2 \\
+            --ground_truth_preference_path outputs/html_critic_pairs.jsonl
+
+    Args:
+        saved_path: trajectories from simulate --task_type html; ``reward`` is written back.
+        k: rollouts per task (simulate's --best_of_n), for best-of-k and pairs.
+        preference_path: pairs of ``input + output`` of the last agent turn.
+        ground_truth_preference_path: the same pairs prefixed with the reference HTML.
+        reference_path: another evaluated run on the same tasks; prints the win rate against it.
+        clip_model / clip_pretrained: open_clip model and weights (a tag, a local checkpoint
+            file, or ``none`` for random weights drawn with ``seed``).
+        crop: ``center`` (the original's: middle square of the page) or ``squash`` (whole page).
+        batch_size: pictures per CLIP forward pass. pool_size: browsers rendering at once.
+        browser: ``chromium`` or ``firefox``. screenshot_dir: default ``<saved_path stem>_screenshots``.
+        device: torch device (default cuda when available). threshold: minimum reward gap of a pair.
+        reevaluate: score again even rows that already carry a reward from the same settings.
+        assets_dir: the Tailwind asset cache (default $SWEET_RL_ASSETS or ~/.cache/sweet_rl/assets).
+    """
+    arguments = dict(locals())
+    from sweet_rl.cli.evaluate_code import _check_layout
+    from sweet_rl.evaluation.clip_similarity import CROPS, NO_WEIGHTS, load_clip, settings_tag
+    from sweet_rl.evaluation.page_pictures import (answer_picture, drop_unreadable, reference_picture,
+                                                   render_pending)
+    from sweet_rl.evaluation.preferences import best_of_k, pair_texts, threshold_pairs, win_rate
+    from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar
+    from sweet_rl.records import Trajectory
+    from sweet_rl.screenshots import default_screenshot_dir, to_stored
+
+    k, threshold, batch_size = int(k), float(threshold), int(batch_size)
+    if crop not in CROPS:
+        raise ValueError(f"--crop must be one of {CROPS}, got {crop!r}")
+    if threshold < 0 or batch_size < 1:
+        raise ValueError("--threshold must be >= 0 and --batch_size >= 1")
+    trajectories: List[Trajectory] = read_jsonl(saved_path, Trajectory.from_dict)
+    _validate(saved_path, trajectories, bool(preference_path or ground_truth_preference_path))
+    _check_layout(saved_path, trajectories, k)
+    num_tasks = len(trajectories) // k
+    pretrained = None if str(clip_pretrained).lower() in NO_WEIGHTS else str(clip_pretrained)
+    settings = settings_tag(clip_model, pretrained, crop, int(seed))
+    theirs = _reference_best(reference_path, trajectories, num_tasks, settings) if reference_path else None
+
+    todo = [i for i, t in enumerate(trajectories) if reevaluate or t.reward is None or _settings(t) != settings]
+    render = {"rendered": 0, "failed": 0, "browsers": set()}
+    if todo:
+        directory = screenshot_dir or default_screenshot_dir(saved_path)
+        answers = [answer_picture(trajectories[i], saved_path, directory) for i in todo]
+        references = [reference_picture(trajectories[i], saved_path, directory) for i in todo]
+        scorer = load_clip(clip_model, pretrained, crop, device, int(seed))  # fails fast, before renders
+        render = render_pending(answers + references, browser, pool_size, assets_dir, page_load_timeout)
+        drop_unreadable(answers + references)
+        rewards = _score(scorer, [p.path for p in answers], [p.path for p in references], batch_size)
+        for i, answer, reference, reward in zip(todo, answers, references, rewards):
+            traj = trajectories[i]
+            traj.reward = reward
+            traj.extra[SETTINGS_KEY] = settings
+            for key, picture in ((ANSWER_KEY, answer), (REFERENCE_KEY, reference)):
+                if picture.new:
+                    traj.extra[key] = to_stored(picture.path, saved_path)
+            errors = [f"{name}: {p.error}" for name, p in (("answer", answer), ("reference", reference)) if p.error]
+            if errors:
+                traj.extra[ERROR_KEY] = "; ".join(errors)
+            else:
+                traj.extra.pop(ERROR_KEY, None)
+        write_jsonl(saved_path, trajectories)
+    else:
+        logger.info("every trajectory already has a reward from %s", settings)
+
+    rewards = [t.reward for t in trajectories]
+    best = best_of_k(rewards, k)
+    similarity = 100.0 * sum(best) / len(best)
+    browser_version = ", ".join(sorted(render["browsers"])) or _earlier_browser(saved_path)
+    metrics = {"similarity": similarity, "evaluated": len(todo), "rendered": render["rendered"],
+               "render_failed": render["failed"], "clip": settings, "browser": browser_version}
+    arguments.update(clip_settings=settings, browser_version=metrics["browser"])
+
+    pairs = threshold_pairs(rewards, k, threshold)
+    for path, with_truth in ((preference_path, False), (ground_truth_preference_path, True)):
+        if path:
+            write_jsonl(path, (pair_texts(trajectories[c], trajectories[r], with_truth) for c, r in pairs))
+            write_sidecar(path, arguments, "evaluate_html")
+    notes = ""
+    if preference_path or ground_truth_preference_path:
+        metrics["pairs"] = len(pairs)
+        notes += f", {len(pairs)} preference pairs (gap >= {threshold:g})"
+    if theirs is not None:
+        metrics["win_rate"] = 100.0 * win_rate(best, theirs)
+        notes += f", win rate {metrics['win_rate']:.1f}% vs {reference_path}"
+    write_sidecar(saved_path, arguments, "evaluate_html")
+    print(f"evaluate_html: {len(trajectories)} trajectories ({num_tasks} tasks x {k}), "
+          f"best-of-{k} CLIP similarity {similarity:.1f}, scored {len(todo)}, rendered {render['rendered']} "
+          f"({render['failed']} failed), clip {settings}, browser {metrics['browser'] or 'not used'}{notes}")
+    return metrics

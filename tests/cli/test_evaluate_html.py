@@ -1,0 +1,256 @@
+"""evaluate_html end to end: real ColBench reference pages rendered by a real headless Chromium,
+scored by a real open_clip ViT-B-32 with random weights (seeded; nothing is downloaded).
+
+The run file follows the simulate contract: three tasks, two rollouts, row ``i + j*3`` is
+rollout j of task i (6 rows, not a multiple of 100). Answers are the task's own page, another
+task's page, or nothing.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO_ROOT, SHARED_COLBENCH
+
+pytest.importorskip("open_clip")
+pytest.importorskip("selenium")
+
+from sweet_rl.cli import evaluate_html  # noqa: E402
+from sweet_rl.evaluation import page_assets  # noqa: E402
+from sweet_rl.evaluation.preferences import GROUND_TRUTH_PREFIX  # noqa: E402
+from sweet_rl.evaluation.renderer import _find_binary  # noqa: E402
+from sweet_rl.records import RecordError  # noqa: E402
+
+CLIP = dict(clip_pretrained="none", seed=0, device="cpu", batch_size=8, pool_size=2)
+SETTINGS = "ViT-B-32|none(seed=0)|center"
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    path = SHARED_COLBENCH / "frontend_test.jsonl"
+    if not path.exists():
+        pytest.skip(f"{path} not found (real ColBench frontend tasks)")
+    with open(path) as handle:
+        return [json.loads(next(handle)) for _ in range(3)]
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory):
+    """The Tailwind cache: the machine's if filled, else fetched once with npm pack."""
+    if _find_binary("SWEET_RL_CHROMEDRIVER", ("/usr/bin/chromedriver",), "chromedriver") is None:
+        pytest.skip("chromedriver not installed")
+    if _find_binary("SWEET_RL_CHROMIUM", ("/usr/bin/chromium",), "chromium") is None:
+        pytest.skip("chromium not installed")
+    try:
+        return str(page_assets.tailwind_path().parent)
+    except page_assets.AssetsMissing:
+        pass
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed: cannot fill the Tailwind asset cache")
+    try:
+        return str(page_assets.fetch_tailwind(str(tmp_path_factory.mktemp("assets")), timeout=120).parent)
+    except Exception as exc:  # registry unreachable, npm broken, ...
+        pytest.skip(f"cannot fetch Tailwind with npm pack: {exc}")
+
+
+def row(task, answer, tag, **extra):
+    """A trajectory as simulate --task_type html writes it; ``tag`` makes its texts unique."""
+    turn = {"role": "assistant", "content": "My page: [SEE RENDERED HTML]", "input": f"<prompt {tag}>",
+            "output": f"<output {tag}>", "html": answer or None, "screenshot": None}
+    data = {"task": task, "dialogue_history": [{"role": "user", "content": task["problem_description"]}, turn],
+            "answer": answer, "answer_screenshot": None, "reference_screenshot": None}
+    data.update(extra)
+    return data
+
+
+def write(path, rows):
+    with open(path, "w") as handle:
+        for data in rows:
+            handle.write(json.dumps(data) + "\n")
+    return str(path)
+
+
+def read(path):
+    with open(path) as handle:
+        return [json.loads(line) for line in handle]
+
+
+@pytest.fixture(scope="module")
+def run_a(tasks, assets, tmp_path_factory):
+    """Evaluate the main run once; the tests below read what it wrote."""
+    folder = tmp_path_factory.mktemp("run_a")
+    t0, t1, t2 = tasks
+    rows = [row(t0, t0["ground_truth"], "a0"),  # rollout 0: task 0's own page
+            row(t1, t2["ground_truth"], "a1"),  #            task 1 answered with task 2's page
+            row(t2, "", "a2"),  #                            task 2: no page shown
+            row(t0, "", "b0"),  # rollout 1
+            row(t1, t1["ground_truth"], "b1"),
+            row(t2, t0["ground_truth"], "b2")]
+    path = write(folder / "run.jsonl", rows)
+    metrics = evaluate_html.main(path, k=2, preference_path=str(folder / "pairs.jsonl"),
+                                 ground_truth_preference_path=str(folder / "gt_pairs.jsonl"),
+                                 assets_dir=assets, **CLIP)
+    return {"path": path, "folder": folder, "metrics": metrics, "rows": read(path), "tasks": tasks}
+
+
+def test_rewards_screenshots_and_metrics(run_a):
+    rows, metrics = run_a["rows"], run_a["metrics"]
+    rewards = [r["reward"] for r in rows]
+    assert rewards[0] == 1.0 and rewards[4] == 1.0  # the reference page itself
+    assert all(-1.0 <= r <= 1.0 for r in rewards)
+    assert rewards[1] < 1.0 and rewards[5] < 1.0  # another task's page
+    assert rewards[2] < 0.9 and rewards[3] < 0.9  # nothing shown: black, far from any page
+    assert all(r["clip_settings"] == SETTINGS and "render_error" not in r for r in rows)
+    shots = os.path.join(run_a["folder"], "run_screenshots")
+    for r in rows:
+        ref = os.path.join(run_a["folder"], r["reference_screenshot"])
+        assert ref.startswith(shots) and os.path.isfile(ref)  # stored relative to the file
+        assert (r["answer_screenshot"] is None) == (r["answer"] == "")
+    # Three references and three distinct answer pages, each rendered once.
+    assert metrics["rendered"] == 6 and metrics["render_failed"] == 0 and metrics["evaluated"] == 6
+    assert metrics["browser"].startswith("chrome ")
+    best = [max(rewards[i], rewards[i + 3]) for i in range(3)]
+    assert metrics["similarity"] == pytest.approx(100 * sum(best) / 3)
+    sidecar = json.loads(open(run_a["path"] + ".config.json").read())["stages"]["evaluate_html"]
+    assert sidecar["clip_settings"] == SETTINGS and sidecar["browser_version"] == metrics["browser"]
+    assert sidecar["crop"] == "center" and sidecar["clip_model"] == "ViT-B-32"
+
+
+def test_pairs_follow_the_threshold_rule(run_a):
+    rows, folder = run_a["rows"], run_a["folder"]
+    tags = ["a0", "a1", "a2", "b0", "b1", "b2"]
+    text = [f"<prompt {tag}><output {tag}>" for tag in tags]
+    expected = []  # (chosen row, rejected row): rollouts of a task at least 0.1 apart
+    for a, b in ((0, 3), (1, 4), (2, 5)):
+        if abs(rows[a]["reward"] - rows[b]["reward"]) >= 0.1:
+            expected.append((a, b) if rows[a]["reward"] > rows[b]["reward"] else (b, a))
+    # Task 0 (own page vs nothing) and task 2 (a page vs nothing) clear the threshold.
+    assert (0, 3) in expected and (5, 2) in expected
+    assert read(folder / "pairs.jsonl") == [{"chosen": text[c], "rejected": text[r]} for c, r in expected]
+    prefix = [GROUND_TRUTH_PREFIX.format(ground_truth=r["task"]["ground_truth"]) for r in rows]
+    assert read(folder / "gt_pairs.jsonl") == [
+        {"chosen": prefix[c] + text[c], "rejected": prefix[c] + text[r]} for c, r in expected]
+    assert prefix[0].startswith("In light that the final answer is: <") and prefix[0].endswith("</html>.")
+    assert run_a["metrics"]["pairs"] == len(expected)
+    assert os.path.isfile(folder / "gt_pairs.jsonl.config.json")
+
+
+def test_second_run_is_idempotent_and_renders_nothing(run_a):
+    path = run_a["path"]
+    before = open(path, "rb").read()
+    shots = os.path.join(run_a["folder"], "run_screenshots")
+    stamps = {name: os.stat(os.path.join(shots, name)).st_mtime_ns for name in os.listdir(shots)}
+    metrics = evaluate_html.main(path, k=2, **CLIP)
+    assert metrics["evaluated"] == 0 and metrics["rendered"] == 0
+    assert metrics["similarity"] == pytest.approx(run_a["metrics"]["similarity"])
+    assert metrics["browser"] == run_a["metrics"]["browser"]  # kept from the run that rendered
+    assert open(path, "rb").read() == before
+    assert {name: os.stat(os.path.join(shots, name)).st_mtime_ns for name in os.listdir(shots)} == stamps
+    # --reevaluate scores again from the stored screenshots: no render, the same rewards.
+    again = evaluate_html.main(path, k=2, reevaluate=True, **CLIP)
+    assert again["evaluated"] == 6 and again["rendered"] == 0
+    assert [r["reward"] for r in read(path)] == pytest.approx([r["reward"] for r in run_a["rows"]], abs=1e-5)
+
+
+def test_win_rate_against_another_run(run_a, capsys):
+    """Run B answers every task with its reference page: best-of-1 = 1.0 everywhere.
+    Run A's best-of-2: task 0 = 1.0 (tie), task 1 = 1.0 (tie), task 2 < 1.0 (loss)
+    -> A wins (0.5 + 0.5 + 0) / 3 = 1/3 of the tasks and B 2/3."""
+    t0, t1, t2 = run_a["tasks"]
+    folder = run_a["folder"]
+    path_b = write(folder / "run_b.jsonl", [row(t, t["ground_truth"], f"r{i}") for i, t in enumerate((t0, t1, t2))])
+    shots = os.path.join(folder, "run_screenshots")  # A rendered every page B needs
+    metrics_b = evaluate_html.main(path_b, k=1, screenshot_dir=shots, **CLIP)
+    assert metrics_b["rendered"] == 0 and metrics_b["similarity"] == pytest.approx(100.0)
+    capsys.readouterr()
+    ours = evaluate_html.main(run_a["path"], k=2, reference_path=path_b, **CLIP)
+    assert ours["win_rate"] == pytest.approx(100 / 3)
+    assert f"win rate 33.3% vs {path_b}" in capsys.readouterr().out
+    theirs = evaluate_html.main(path_b, k=1, reference_path=run_a["path"], **CLIP)
+    assert theirs["win_rate"] == pytest.approx(200 / 3)
+    # Other tasks, or tasks in another order, are refused with the file and line.
+    swapped = write(folder / "swapped.jsonl", [read(path_b)[i] for i in (1, 0, 2)])
+    with pytest.raises(RecordError, match=r"swapped\.jsonl, line 1: field 'task\.problem_description'"):
+        evaluate_html.main(run_a["path"], k=2, reference_path=swapped, **CLIP)
+    unscored = write(folder / "unscored.jsonl", [row(t, "", "u") for t in (t0, t1, t2)])
+    with pytest.raises(RecordError, match=r"unscored\.jsonl, line 1: field 'reward'"):
+        evaluate_html.main(run_a["path"], k=2, reference_path=unscored, **CLIP)
+
+
+def test_original_layout_answer_is_a_screenshot_path(run_a, tmp_path):
+    """The original code stored the final screenshot's path as ``answer`` (or null) and had no
+    screenshot keys; such files still load and score without rendering the answer."""
+    t0, t1, _ = run_a["tasks"]
+    source = run_a["rows"][0]
+    own_page = os.path.join(run_a["folder"], source["answer_screenshot"])
+    old = [{"task": t0, "dialogue_history": source["dialogue_history"], "answer": own_page},
+           {"task": t1, "dialogue_history": source["dialogue_history"], "answer": str(tmp_path / "gone.png")},
+           {"task": t0, "dialogue_history": source["dialogue_history"], "answer": None},
+           {"task": t0, "dialogue_history": source["dialogue_history"], "answer": "damaged.png"}]
+    (tmp_path / "damaged.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a picture")
+    path = write(tmp_path / "old.jsonl", old)
+    metrics = evaluate_html.main(path, k=1, screenshot_dir=os.path.join(run_a["folder"], "run_screenshots"), **CLIP)
+    assert metrics["rendered"] == 0
+    rows = read(path)
+    assert rows[0]["reward"] == 1.0 and "answer_screenshot" not in rows[0]
+    assert "gone.png not found" in rows[1]["render_error"] and rows[1]["reward"] < 0.9
+    assert rows[2]["reward"] == pytest.approx(run_a["rows"][3]["reward"], abs=1e-5)  # black vs task 0
+    assert "render_error" not in rows[2]  # no page shown is not an error
+    # A relative path is read against the file's folder; a file PIL cannot read counts as missing.
+    assert "unreadable screenshot" in rows[3]["render_error"]
+    assert rows[3]["reward"] == pytest.approx(rows[2]["reward"], abs=1e-6)
+
+
+def test_failed_render_is_scored_black_with_the_error(tasks, assets, tmp_path):
+    """A browser that cannot start (Firefox without geckodriver) fails every page; both pages
+    are then black, so the pair scores 1.0, and the row says why."""
+    if shutil.which("geckodriver") is not None:
+        pytest.skip("geckodriver is installed: Firefox would render")
+    path = write(tmp_path / "run.jsonl", [row(tasks[0], tasks[0]["ground_truth"], "x")])
+    metrics = evaluate_html.main(path, browser="firefox", assets_dir=assets, **CLIP)
+    (data,) = read(path)
+    assert metrics["render_failed"] == 2 and metrics["rendered"] == 0
+    assert data["reward"] == 1.0 and data["answer_screenshot"] is None
+    assert data["render_error"].startswith("answer: render failed: browser did not start")
+    assert "reference: render failed" in data["render_error"]
+
+
+def test_bad_input_names_file_line_and_field_and_leaves_the_file(run_a, tmp_path):
+    good = read(run_a["path"])
+    cases = {
+        "no_truth": ({**good[1], "task": {"problem_description": good[1]["task"]["problem_description"]}},
+                     r"line 2: field 'task\.ground_truth': missing"),
+        "not_a_trajectory": ({"chosen": "a", "rejected": "b"}, r"line 2: field 'task': missing"),
+        "backend": ({**good[1], "task": {**good[1]["task"], "test_cases": {"test1": "f(1)"}}},
+                    r"line 2: field 'task\.test_cases'"),
+    }
+    for name, (bad_row, pattern) in cases.items():
+        path = write(tmp_path / f"{name}.jsonl", [good[0], bad_row] + good[2:])
+        before = open(path, "rb").read()
+        with pytest.raises(RecordError, match=rf"{name}\.jsonl, {pattern}"):
+            evaluate_html.main(path, k=2, **CLIP)
+        assert open(path, "rb").read() == before
+        assert not os.path.exists(path + ".config.json")
+    path = write(tmp_path / "five.jsonl", good[:5])
+    with pytest.raises(RecordError, match="not a multiple of --k 2"):
+        evaluate_html.main(path, k=2, **CLIP)
+
+
+def test_script_runs_by_subprocess(run_a, tmp_path):
+    script = str(REPO_ROOT / "scripts" / "evaluate_html.py")
+    t0, t1, t2 = run_a["tasks"]
+    path = write(tmp_path / "sub.jsonl", [row(t, t["ground_truth"], f"s{i}") for i, t in enumerate((t0, t1, t2))])
+    shots = os.path.join(run_a["folder"], "run_screenshots")
+    result = subprocess.run([sys.executable, script, path, "--clip_pretrained", "none", "--device", "cpu",
+                             "--screenshot_dir", shots], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "evaluate_html: 3 trajectories (3 tasks x 1), best-of-1 CLIP similarity 100.0" in result.stdout
+    assert [r["reward"] for r in read(path)] == [1.0, 1.0, 1.0]
+    bad = write(tmp_path / "bad.jsonl", [{"task": {"problem_description": "x"}, "dialogue_history": [], "answer": ""}])
+    result = subprocess.run([sys.executable, script, bad], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert f"error: {bad}, line 1: field 'task.ground_truth': missing" in result.stderr
