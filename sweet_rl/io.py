@@ -114,6 +114,17 @@ def append_jsonl(path: str, records: Iterable[Any]) -> int:
     return count
 
 
+def _file_mode(path: str) -> int:
+    """The permission bits a replaced file should keep: its own, else 0666 less the umask
+    (mkstemp's temporary file is 0600, which would otherwise leak into every output)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def write_jsonl(path: str, records: Iterable[Any]) -> int:
     """Replace ``path`` atomically: write a temporary file beside it, then ``os.replace``."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -126,6 +137,7 @@ def write_jsonl(path: str, records: Iterable[Any]) -> int:
                 handle.write(_to_json_line(record))
                 count += 1
             handle.flush()
+            os.fchmod(handle.fileno(), _file_mode(path))
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -144,6 +156,7 @@ def write_json(path: str, data: Dict[str, Any]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(data, handle, indent=2, sort_keys=True, default=str)
             handle.write("\n")
+            os.fchmod(handle.fileno(), _file_mode(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -68,3 +68,20 @@ def test_sidecar_keeps_one_entry_per_stage(tmp_path):
     write_sidecar(out, {"k": 2}, "evaluate_code")
     data = json.loads(open(out + ".config.json").read())
     assert data["stages"] == {"simulate": {"k": 1}, "evaluate_code": {"k": 2}}
+
+
+def test_atomic_rewrite_keeps_the_file_mode(tmp_path):
+    path = tmp_path / "run.jsonl"
+    write_jsonl(str(path), [{"a": 1}])
+    assert path.stat().st_mode & 0o777 == 0o666 & ~_current_umask()  # a new file: umask applies
+    path.chmod(0o640)
+    write_jsonl(str(path), [{"a": 2}])
+    assert path.stat().st_mode & 0o777 == 0o640  # a rewritten file keeps its own mode
+
+
+def _current_umask() -> int:
+    import os
+
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
