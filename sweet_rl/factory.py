@@ -46,13 +46,27 @@ def build_agent(backend: str, model: str, temperature: float = 1.0, max_new_toke
     raise ValueError(f"unknown agent backend {backend!r}; choose from {AGENT_BACKENDS}")
 
 
+def resolve_vlm(model: Optional[str]) -> str:
+    """``None``/``"tiny"`` means the embedded tiny vision-language model (user cache)."""
+    if model in (None, "", "tiny"):
+        from sweet_rl.tiny_vlm import ensure_tiny_vlm
+
+        path = ensure_tiny_vlm()
+        logger.info("using the embedded tiny vision-language model at %s", path)
+        return path
+    return model
+
+
 def build_simulator(hostname: Optional[str], port: int, env_model: Optional[str],
                     max_tokens: int = 256, device: Optional[str] = None, batch_size: int = 16,
-                    api_key: Optional[str] = None, agent: Optional[Agent] = None) -> Simulator:
+                    api_key: Optional[str] = None, agent: Optional[Agent] = None,
+                    task_type: str = "code") -> Simulator:
     """An HTTP simulator when ``hostname`` is given, else an in-process local model.
 
-    The local simulator reuses the ``hf`` agent's loaded model when both are the same model,
-    so the CPU demo holds one copy.
+    For ``task_type="html"`` the local model is a vision-language model (default: the tiny
+    Qwen2-VL); the HTTP simulator sends the same image messages to the server as they are.
+    The local text simulator reuses the ``hf`` agent's loaded model when both are the same
+    model, so the CPU demo holds one copy.
     """
     if hostname:
         from sweet_rl.openai_compat import base_url_from
@@ -64,6 +78,11 @@ def build_simulator(hostname: Optional[str], port: int, env_model: Optional[str]
                              f"server at {base_url} serves (as given to `vllm serve`)")
         return OpenAISimulator(base_url=base_url, model=env_model, api_key=api_key or "EMPTY",
                                max_tokens=max_tokens)
+    if task_type == "html":
+        from sweet_rl.simulators.local_vlm_simulator import LocalVLMSimulator
+
+        return LocalVLMSimulator(resolve_vlm(env_model), max_new_tokens=max_tokens,
+                                 device=device, batch_size=batch_size)
     from sweet_rl.simulators.local_simulator import LocalSimulator
 
     model_path = resolve_model(env_model)

@@ -1,9 +1,18 @@
-"""Run batches of dialogues: one batched agent call and one batched simulator call per turn."""
+"""Run batches of dialogues: one batched agent call and one batched simulator call per turn.
+
+Environments whose turns do slow I/O (the frontend one renders every page in a browser) say so
+with ``record_workers`` > 1: their ``prepare()`` (rendering the reference) and their agent
+turns are then run from that many threads, so a batch renders its pages concurrently through
+the renderer pool instead of one page at a time. Environments without it (the backend one)
+are recorded in order on the calling thread.
+"""
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import List, Optional, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, List, Optional, Sequence
 
 from sweet_rl.agents.base import Agent
 from sweet_rl.environments.base import CollaborationEnv
@@ -18,6 +27,17 @@ def turn_seed(row_seed: int, turn: int) -> int:
     return (row_seed * 1_000_003 + turn * 7919) % (2 ** 31 - 1)
 
 
+def run_calls(calls: Sequence[Callable[[], object]], workers: int) -> List[object]:
+    """Run ``calls`` (in order when ``workers`` <= 1, else from a thread pool); results in
+    order. The first exception is raised after the others have finished."""
+    if workers <= 1 or len(calls) <= 1:
+        return [call() for call in calls]
+    with ThreadPoolExecutor(max_workers=min(workers, len(calls)),
+                            thread_name_prefix="record") as pool:
+        futures = [pool.submit(call) for call in calls]
+        return [future.result() for future in futures]
+
+
 def run_dialogues(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Simulator,
                   row_seeds: Optional[Sequence[int]] = None, progress=None) -> List[Trajectory]:
     """Play every environment to the end; returns trajectories in the order of ``envs``.
@@ -25,14 +45,23 @@ def run_dialogues(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Sim
     ``progress`` (a tqdm bar, optional) is advanced by one as each dialogue finishes.
     """
     seeds = list(row_seeds) if row_seeds is not None else list(range(len(envs)))
+    workers = max((getattr(env, "record_workers", 1) for env in envs), default=1)
     active = [i for i, env in enumerate(envs) if not env.done]
+    preparing = [i for i in active if hasattr(envs[i], "prepare")]
+    if preparing:
+        run_calls([envs[i].prepare for i in preparing], workers)
+        ended = [i for i in preparing if envs[i].done]  # e.g. the reference did not render
+        if ended:
+            active = [i for i in active if not envs[i].done]
+            if progress is not None:
+                progress.update(len(ended))
     while active:
         outputs = agent.generate([envs[i].agent_messages() for i in active],
                                  seeds=[turn_seed(seeds[i], envs[i].steps) for i in active])
         if len(outputs) != len(active):
             raise RuntimeError(f"agent returned {len(outputs)} outputs for {len(active)} dialogues")
-        for i, out in zip(active, outputs):
-            envs[i].record_agent_turn(out.prompt, out.output)
+        run_calls([functools.partial(envs[i].record_agent_turn, out.prompt, out.output)
+                   for i, out in zip(active, outputs)], workers)
         waiting = [i for i in active if not envs[i].done]
         if waiting:
             replies = simulator.reply_batch([envs[i].simulator_messages() for i in waiting])

@@ -20,3 +20,24 @@ def test_a_user_prompt_file_replaces_the_default(tmp_path):
     path = tmp_path / "mine.txt"
     path.write_text("Task: {problem_description}")
     assert load_prompt(str(path), "agent") == "Task: {problem_description}"
+
+
+def test_bundled_html_prompts_keep_the_protocol_strings():
+    agent = load_prompt(None, "agent", "html")
+    assert "OUTPUT:" in agent and "I WANT TO ANSWER:" in agent and "10 rounds" in agent
+    assert "<html>" in agent and "Tailwind" in agent and "at most one page" in agent
+    assert template_fields(agent) == {"problem_description"}
+    single = load_prompt(None, "agent", "html", single_turn=True)
+    assert "I WANT TO ANSWER:" in single and "cannot ask" in single and "<html>" in single
+    user = load_prompt(None, "user", "html")
+    # The simulator's hidden information is the reference image, never the HTML.
+    assert template_fields(user) == {"problem_description", "dialogue_history"}
+    assert "[SEE RENDERED HTML]" in user and "Never write code" in user
+    assert "briefly" in user and "compare" in user
+
+
+def test_html_prompt_files_can_be_replaced(tmp_path):
+    path = tmp_path / "designer.txt"
+    path.write_text("Make {problem_description} pretty")
+    assert load_prompt(str(path), "agent", "html") == "Make {problem_description} pretty"
+    assert load_prompt("auto", "user", "html") == load_prompt(None, "user", "html")

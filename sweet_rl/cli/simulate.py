@@ -43,7 +43,9 @@ def main(agent_model: Optional[str] = None, hostname: Optional[str] = None, port
          max_new_tokens: int = 1024, simulator_max_tokens: int = 256,
          agent_base_url: Optional[str] = None, api_key: Optional[str] = None,
          agent_tokenizer: Optional[str] = None, generation_batch_size: int = 16,
-         device: Optional[str] = None, seed: int = 0, hf_cache_dir: Optional[str] = None):
+         device: Optional[str] = None, seed: int = 0, hf_cache_dir: Optional[str] = None,
+         screenshot_dir: Optional[str] = None, render_workers: Optional[int] = None,
+         browser: str = "chromium", max_image_side: Optional[int] = None):
     """Simulate ColBench dialogues and write one trajectory per line to ``output_path``.
 
     Example (embedded tiny models on the CPU, bundled sample tasks):
@@ -66,6 +68,18 @@ def main(agent_model: Optional[str] = None, hostname: Optional[str] = None, port
         to_continue: resume a killed run; overwrite: replace an existing output.
         agent_backend: ``hf`` (transformers), ``vllm``, or ``openai`` (any compatible endpoint,
             at --agent_base_url, key from --api_key or OPENAI_API_KEY).
+        task_type: ``code`` (backend programming) or ``html`` (frontend design: pages are
+            rendered offline in a browser pool; without --hostname the simulator is the
+            embedded tiny vision-language model, or ``env_model`` as a local VLM).
+        screenshot_dir: html: where page screenshots go (default: beside the output,
+            ``<output stem>_screenshots/``); names are content hashes, so a resumed run
+            reuses them. render_workers: browsers rendering at once (default: the pool's).
+        browser: ``chromium`` or ``firefox``. max_image_side: html: shrink screenshots whose
+            longer side exceeds this many pixels before they are sent to the simulator.
+
+    Frontend example (embedded tiny models, bundled sample frontend tasks):
+        python scripts/simulate_interactions.py --task_type html \\
+            --output_path outputs/demo_html.jsonl --max_new_tokens 32
     """
     arguments = dict(locals())
     arguments.pop("api_key", None)  # never write secrets into the sidecar
@@ -77,11 +91,12 @@ def main(agent_model: Optional[str] = None, hostname: Optional[str] = None, port
     from sweet_rl.io import append_jsonl, count_complete_lines, write_sidecar
     from sweet_rl.prompts import load_prompt
     from sweet_rl.rollout import run_dialogues
+    from sweet_rl.screenshots import default_screenshot_dir
 
     if single_turn:
         max_steps = 1
     # Validate every input before touching the output file.
-    tasks = load_tasks(input_path, num_tasks, cache_dir=hf_cache_dir)
+    tasks = load_tasks(input_path, num_tasks, cache_dir=hf_cache_dir, task_type=task_type)
     agent_prompt = load_prompt(agent_prompt_path, "agent", task_type, single_turn)
     user_prompt = load_prompt(user_prompt_path, "user", task_type)
     rows = [task for _ in range(int(best_of_n)) for task in tasks]
@@ -98,31 +113,40 @@ def main(agent_model: Optional[str] = None, hostname: Optional[str] = None, port
             raise FileExistsError(f"{output_path} exists: pass --to_continue to resume it or "
                                   "--overwrite to replace it")
 
-    agent = None
-    simulator = None
+    agent = simulator = renderer = bar = None
+    env_kwargs = {}
     started = time.time()
-    if done < len(rows):
-        agent_path = agent_model if agent_backend == "openai" else resolve_model(agent_model)
-        agent = build_agent(agent_backend, agent_path, temperature=temperature,
-                            max_new_tokens=max_new_tokens, device=device,
-                            batch_size=generation_batch_size, base_url=agent_base_url,
-                            api_key=api_key, tokenizer=agent_tokenizer, seed=seed)
-        simulator = build_simulator(hostname, port, env_model, max_tokens=simulator_max_tokens,
-                                    device=device, batch_size=generation_batch_size,
-                                    api_key=api_key, agent=agent)
-    bar = tqdm(total=len(rows), initial=done, desc="dialogues", unit="dlg")
     try:
+        if task_type == "html":
+            # The browser pool is closed in `finally` whatever happens after this point.
+            renderer, arguments["browser_version"] = open_renderer(browser, render_workers)
+            arguments["screenshot_dir"] = screenshot_dir or default_screenshot_dir(output_path)
+            env_kwargs = dict(renderer=renderer, screenshot_dir=arguments["screenshot_dir"],
+                              output_path=output_path, max_image_side=max_image_side)
+        if done < len(rows):
+            agent_path = agent_model if agent_backend == "openai" else resolve_model(agent_model)
+            agent = build_agent(agent_backend, agent_path, temperature=temperature,
+                                max_new_tokens=max_new_tokens, device=device,
+                                batch_size=generation_batch_size, base_url=agent_base_url,
+                                api_key=api_key, tokenizer=agent_tokenizer, seed=seed)
+            simulator = build_simulator(hostname, port, env_model,
+                                        max_tokens=simulator_max_tokens, device=device,
+                                        batch_size=generation_batch_size, api_key=api_key,
+                                        agent=agent, task_type=task_type)
+        bar = tqdm(total=len(rows), initial=done, desc="dialogues", unit="dlg")
         for start in range(done, len(rows), int(batch_size)):
             stop = min(start + int(batch_size), len(rows))
-            envs = [make_env(task_type, rows[r], agent_prompt, user_prompt, max_steps=max_steps)
+            envs = [make_env(task_type, rows[r], agent_prompt, user_prompt, max_steps=max_steps,
+                             **env_kwargs)
                     for r in range(start, stop)]
             trajectories = run_dialogues(envs, agent, simulator,
                                          row_seeds=[seed * 100_003 + r for r in range(start, stop)],
                                          progress=bar)
             append_jsonl(output_path, trajectories)
     finally:
-        bar.close()
-        for component in (agent, simulator):
+        if bar is not None:
+            bar.close()
+        for component in (agent, simulator, renderer):
             if component is not None:
                 component.close()
     write_sidecar(output_path, arguments, "simulate")
@@ -137,14 +161,42 @@ def summarize(path: str) -> str:
     from sweet_rl.environments.protocol import ANSWER_MARKER
     from sweet_rl.records import Trajectory
 
-    count = turns = answered = errors = 0
+    count = turns = answered = errors = pages = with_page = 0
     for traj in iter_jsonl(path, Trajectory.from_dict):
         count += 1
         agent_turns = traj.assistant_turns
         turns += len(agent_turns)
         answered += bool(agent_turns) and ANSWER_MARKER in agent_turns[-1].content
         errors += "error" in traj.extra
+        if "reference_screenshot" in traj.extra:  # frontend rows
+            pages += 1
+            with_page += bool(traj.answer)
     if count == 0:
         return "0 dialogues"
-    return (f"{count} dialogues, mean agent turns {turns / count:.2f}, "
-            f"answered explicitly {100 * answered / count:.1f}%, simulator errors {errors}")
+    line = (f"{count} dialogues, mean agent turns {turns / count:.2f}, "
+            f"answered explicitly {100 * answered / count:.1f}%")
+    if pages:  # errors there are the simulator's or a reference that did not render
+        return line + (f", errors {errors}, "
+                       f"answered with a page {100 * with_page / pages:.1f}%")
+    return line + f", simulator errors {errors}"
+
+
+def open_renderer(browser: str = "chromium", size: Optional[int] = None):
+    """A started browser pool and the browser's name and version (for the sidecar).
+
+    One blank page is rendered first, so a missing browser or Tailwind cache stops the run
+    with one clear line before any model is loaded.
+    """
+    from sweet_rl.evaluation.page_assets import AssetsMissing
+    from sweet_rl.evaluation.renderer import DriverPool
+
+    try:
+        pool = DriverPool(size=size, browser=browser)
+    except AssetsMissing as err:
+        raise FileNotFoundError(str(err)) from err
+    probe = pool.render("<html><body></body></html>")
+    if not probe.ok:
+        pool.close()
+        raise FileNotFoundError(f"cannot render pages with {browser}: {probe.error} (install "
+                                "chromium and chromedriver, or geckodriver for --browser firefox)")
+    return pool, probe.browser

@@ -13,8 +13,11 @@ from typing import List, Optional, Tuple
 from sweet_rl.io import read_jsonl
 from sweet_rl.records import Task
 
-SAMPLE_BACKEND_TASKS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                    "sample_backend_tasks.jsonl")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+SAMPLE_BACKEND_TASKS = os.path.join(_HERE, "sample_backend_tasks.jsonl")
+SAMPLE_FRONTEND_TASKS = os.path.join(_HERE, "sample_frontend_tasks.jsonl")
+# The bundled demo tasks for each task_type (our own small tasks, not ColBench's).
+SAMPLE_TASKS = {"code": SAMPLE_BACKEND_TASKS, "html": SAMPLE_FRONTEND_TASKS}
 COLBENCH_REPO = "facebook/collaborative_agent_bench"
 HUB_PREFIX = "hf://"
 
@@ -28,10 +31,19 @@ def parse_hub_path(path: str) -> Tuple[str, str]:
     return "/".join(parts[:2]), "/".join(parts[2:])
 
 
-def resolve_input_path(path: Optional[str], cache_dir: Optional[str] = None) -> str:
-    """A local file path for ``path``: bundled samples, a hub file (downloaded), or as given."""
+def sample_tasks_path(task_type: str = "code") -> str:
+    if task_type not in SAMPLE_TASKS:
+        raise ValueError(f"no bundled sample tasks for task_type {task_type!r}; "
+                         f"choose from {sorted(SAMPLE_TASKS)} or pass --input_path")
+    return SAMPLE_TASKS[task_type]
+
+
+def resolve_input_path(path: Optional[str], cache_dir: Optional[str] = None,
+                       task_type: str = "code") -> str:
+    """A local file path for ``path``: bundled samples (of ``task_type``), a hub file
+    (downloaded), or as given."""
     if path in (None, "", "sample", "samples"):
-        return SAMPLE_BACKEND_TASKS
+        return sample_tasks_path(task_type)
     if path.startswith(HUB_PREFIX):
         from huggingface_hub import hf_hub_download
 
@@ -42,9 +54,10 @@ def resolve_input_path(path: Optional[str], cache_dir: Optional[str] = None) -> 
 
 
 def load_tasks(path: Optional[str], num_tasks: Optional[int] = None,
-               cache_dir: Optional[str] = None) -> List[Task]:
-    """The first ``num_tasks`` tasks (all when None) with line-numbered errors on bad rows."""
-    local = resolve_input_path(path, cache_dir)
+               cache_dir: Optional[str] = None, task_type: str = "code") -> List[Task]:
+    """The first ``num_tasks`` tasks (all when None) with line-numbered errors on bad rows;
+    without ``path``, the bundled samples of ``task_type``."""
+    local = resolve_input_path(path, cache_dir, task_type)
     tasks = read_jsonl(local, Task.from_dict)
     if num_tasks is not None:
         tasks = tasks[: int(num_tasks)]

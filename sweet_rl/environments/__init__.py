@@ -2,8 +2,9 @@
 
 from sweet_rl.environments.backend import BackendEnv
 from sweet_rl.environments.base import CollaborationEnv
+from sweet_rl.environments.design import DesignEnv
 
-ENVIRONMENTS = {"code": BackendEnv}
+ENVIRONMENTS = {"code": BackendEnv, "html": DesignEnv}
 
 
 def make_env(task_type: str, *args, **kwargs) -> CollaborationEnv:
@@ -12,4 +13,4 @@ def make_env(task_type: str, *args, **kwargs) -> CollaborationEnv:
     return ENVIRONMENTS[task_type](*args, **kwargs)
 
 
-__all__ = ["BackendEnv", "CollaborationEnv", "ENVIRONMENTS", "make_env"]
+__all__ = ["BackendEnv", "CollaborationEnv", "DesignEnv", "ENVIRONMENTS", "make_env"]

@@ -19,6 +19,9 @@ DEFAULT_PROMPTS = {
     ("agent", "code", "multi_turn"): "agent_code_prompt.txt",
     ("agent", "code", "single_turn"): "agent_code_single_turn_prompt.txt",
     ("user", "code", "multi_turn"): "human_simulator_code_prompt.txt",
+    ("agent", "html", "multi_turn"): "agent_html_prompt.txt",
+    ("agent", "html", "single_turn"): "agent_html_single_turn_prompt.txt",
+    ("user", "html", "multi_turn"): "human_simulator_html_prompt.txt",
 }
 
 

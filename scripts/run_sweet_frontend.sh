@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SWEET-RL on frontend design, stage by stage (the paper's recipe, DESIGN.md sections 1-2).
+#
+#   TRAIN_TASKS=data/frontend_tasks/train.jsonl TEST_TASKS=data/frontend_tasks/test.jsonl \
+#   AGENT_MODEL=/models/Llama-3.1-8B-Instruct SIM_HOST=sim-node SIM_MODEL=Qwen/Qwen2-VL-72B-Instruct \
+#   NUM_GPUS=8 bash scripts/run_sweet_frontend.sh
+#
+# Tasks come from scripts/prepare_frontend_tasks.py (+ scripts/filter_websites.py). The offline
+# data is simulated here (K rollouts per training task) unless OFFLINE already exists. The
+# critic is a text model (the agent's checkpoint) that reads the dialogue and the reference
+# HTML; the paper's frontend critic is a vision-language model (see the README).
+# Every stage reads the previous stage's file; hyperparameters come from configs/*.json.
+# Set LAUNCH="python" (and ZERO_STAGE=0 in EXTRA_TRAIN_ARGS) to train without DeepSpeed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TRAIN_TASKS=${TRAIN_TASKS:-data/frontend_tasks/train.jsonl}
+TEST_TASKS=${TEST_TASKS:-data/frontend_tasks/test.jsonl}
+OUTPUT_DIR=${OUTPUT_DIR:-outputs/sweet_frontend}
+CHECKPOINT_DIR=${CHECKPOINT_DIR:-checkpoints/sweet_frontend}
+AGENT_MODEL=${AGENT_MODEL:-meta-llama/Llama-3.1-8B-Instruct}
+SIM_HOST=${SIM_HOST:-localhost}
+SIM_PORT=${SIM_PORT:-8000}
+SIM_MODEL=${SIM_MODEL:-Qwen/Qwen2-VL-72B-Instruct}
+NUM_GPUS=${NUM_GPUS:-8}
+BACKEND=${BACKEND:-vllm}               # agent inference backend: vllm on GPUs, hf on the CPU
+K=${K:-3}                              # rollouts per task in the offline data
+NUM_TRAIN_TASKS=${NUM_TRAIN_TASKS:-10000}
+NUM_SAMPLES=${NUM_SAMPLES:-16}         # candidates per turn
+DATA_FRACTION=${DATA_FRACTION:-0.1}    # share of the offline trajectories sampled (the paper: 10%)
+NUM_TEST_TASKS=${NUM_TEST_TASKS:-500}
+LAUNCH=${LAUNCH:-"deepspeed --num_gpus $NUM_GPUS"}
+REFERENCE_RUN=${REFERENCE_RUN:-}       # an evaluated run on the same test tasks (e.g. GPT-4o's): win rate
+CLIP_ARGS=${CLIP_ARGS:-}               # e.g. "--clip_pretrained none" offline (random CLIP: demo only)
+EXTRA_TRAIN_ARGS=${EXTRA_TRAIN_ARGS:-}  # e.g. "--learning_rate 1e-4 --max_epochs 1" for the CPU demo
+EXTRA_SIM_ARGS=${EXTRA_SIM_ARGS:-}      # e.g. "--max_new_tokens 64" for the CPU demo
+CRITIC_ARGS=${CRITIC_ARGS:-}            # ablation "sum instead of mean": "--mean_log_prob False"
+RANK_ARGS=${RANK_ARGS:-}                # ablations: "--no_use_ground_truth"; "--use_sum"
+SIM_FLAGS=${SIM_FLAGS:-"--hostname $SIM_HOST --port $SIM_PORT --env_model $SIM_MODEL"}
+
+mkdir -p "$OUTPUT_DIR" "$CHECKPOINT_DIR"
+OFFLINE=${OFFLINE:-$OUTPUT_DIR/offline.jsonl}
+CRITIC_PAIRS=$OUTPUT_DIR/critic_pairs.jsonl
+CRITIC=$CHECKPOINT_DIR/critic
+SAMPLED=$OUTPUT_DIR/sampled.jsonl
+RANKED=$OUTPUT_DIR/ranked.jsonl
+AGENT_PAIRS=$OUTPUT_DIR/agent_pairs.jsonl
+AGENT=$CHECKPOINT_DIR/agent
+EVALUATION=$OUTPUT_DIR/evaluation.jsonl
+
+echo "== 0. offline dialogues, $K per training task -> $OFFLINE"
+if [ ! -f "$OFFLINE" ] || [ -f "$OFFLINE.partial" ]; then
+  touch "$OFFLINE.partial"  # a killed simulation resumes (--to_continue) on the next run
+  python scripts/simulate_interactions.py --task_type html --agent_model "$AGENT_MODEL" \
+      --agent_backend "$BACKEND" $SIM_FLAGS --input_path "$TRAIN_TASKS" \
+      --num_tasks "$NUM_TRAIN_TASKS" --best_of_n "$K" --output_path "$OFFLINE" --to_continue \
+      $EXTRA_SIM_ARGS
+  rm -f "$OFFLINE.partial"
+fi
+
+echo "== 1. CLIP rewards and trajectory pairs with the reference page -> $CRITIC_PAIRS"
+python scripts/evaluate_html.py "$OFFLINE" --k "$K" --ground_truth_preference_path "$CRITIC_PAIRS" \
+    $CLIP_ARGS
+
+echo "== 2. critic -> $CRITIC"
+$LAUNCH scripts/train_dpo.py --config configs/critic_frontend.json --pretrain "$AGENT_MODEL" \
+    --dataset "$CRITIC_PAIRS" --save_path "$CRITIC" $EXTRA_TRAIN_ARGS $CRITIC_ARGS
+
+echo "== 3. $NUM_SAMPLES candidates per turn on a $DATA_FRACTION share of the offline data -> $SAMPLED"
+python scripts/sample_best_of_n.py "$OFFLINE" "$SAMPLED" --agent_model "$AGENT_MODEL" \
+    --best_of_n "$NUM_SAMPLES" --data_fraction "$DATA_FRACTION" --backend "$BACKEND" --to_continue \
+    $EXTRA_SIM_ARGS
+
+echo "== 4. critic ranking -> $RANKED"
+python scripts/rank_best_of_n.py --model_id "$CRITIC" --input_path "$SAMPLED" \
+    --output_path "$RANKED" --backend "$BACKEND" --to_continue $RANK_ARGS
+
+echo "== 5. per-turn pairs -> $AGENT_PAIRS"
+python scripts/generate_random_pairs_from_ranks.py "$RANKED" "$AGENT_PAIRS" --no_prompt \
+    --num_pairs 4 --tokenizer "$AGENT_MODEL"
+
+echo "== 6. agent DPO -> $AGENT"
+$LAUNCH scripts/train_dpo.py --config configs/agent_dpo_frontend.json --pretrain "$AGENT_MODEL" \
+    --dataset "$AGENT_PAIRS" --save_path "$AGENT" $EXTRA_TRAIN_ARGS
+
+echo "== 7. evaluation of the trained agent -> $EVALUATION"
+python scripts/simulate_interactions.py --task_type html --agent_model "$AGENT" \
+    --agent_backend "$BACKEND" $SIM_FLAGS --input_path "$TEST_TASKS" \
+    --num_tasks "$NUM_TEST_TASKS" --output_path "$EVALUATION" --overwrite $EXTRA_SIM_ARGS
+WIN_RATE=()
+[ -n "$REFERENCE_RUN" ] && WIN_RATE=(--reference_path "$REFERENCE_RUN")
+python scripts/evaluate_html.py "$EVALUATION" "${WIN_RATE[@]}" $CLIP_ARGS
+
+echo "files: offline=$OFFLINE critic_pairs=$CRITIC_PAIRS critic=$CRITIC sampled=$SAMPLED"
+echo "       ranked=$RANKED agent_pairs=$AGENT_PAIRS agent=$AGENT evaluation=$EVALUATION"

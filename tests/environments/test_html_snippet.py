@@ -1,0 +1,43 @@
+"""Finding and replacing the page in an agent's message (pure functions)."""
+
+import pytest
+
+from sweet_rl.environments.html_snippet import (PAGE_PLACEHOLDER, extract_page, find_page,
+                                                page_from_output, split_page)
+
+
+@pytest.mark.parametrize("message, page", [
+    # <html> beats <body>, even when the body comes first.
+    ("a <body>b</body> c <html><body>d</body></html> e", "<html><body>d</body></html>"),
+    # The first page, and the shortest match: the second page stays in the content.
+    ("<html>one</html> and <html>two</html>", "<html>one</html>"),
+    # Across lines, with attributes on the tag and a differently cased closing tag.
+    ('see:\n<html lang="en" class="h-full">\n<body>\nhi\n</body>\n</HTML >\nok',
+     '<html lang="en" class="h-full">\n<body>\nhi\n</body>\n</HTML >'),
+    # Without <html>, the first <body> with its attributes.
+    ("x <body class='p-4'>\n<p>b</p>\n</body> <body>2</body>", "<body class='p-4'>\n<p>b</p>\n</body>"),
+    # An unclosed <html> is no page; a closed <body> inside it still is.
+    ("<html><body>b</body>", "<body>b</body>"),
+    ("<htmlx>no</htmlx> <bodyguard>no</bodyguard>", None),
+    ("just words about html and body tags", None),
+    ("<html>never closed", None),
+])
+def test_extract_page(message, page):
+    assert extract_page(message) == page
+    assert (find_page(message) is None) == (page is None)
+
+
+def test_split_replaces_only_the_page():
+    content, page = split_page("Here:\n<html><body>x</body></html>\nBetter? <html>2</html>")
+    assert page == "<html><body>x</body></html>"
+    assert content == f"Here:\n{PAGE_PLACEHOLDER}\nBetter? <html>2</html>"
+    assert split_page("no page here") == ("no page here", None)
+
+
+def test_only_the_text_after_output_counts():
+    raw = "<html>draft while thinking</html> OUTPUT: Shown: <html>final</html> OUTPUT: <html>x</html>"
+    assert page_from_output(raw) == (f"Shown: {PAGE_PLACEHOLDER}", "<html>final</html>")
+    # A page written only while thinking is never shown.
+    assert page_from_output("<html>thinking</html> OUTPUT: What colours?") == ("What colours?", None)
+    # Without OUTPUT: the whole (stripped) message is visible.
+    assert page_from_output("  <body>a</body> ") == (PAGE_PLACEHOLDER, "<body>a</body>")
