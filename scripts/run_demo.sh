@@ -8,8 +8,14 @@
 # A random tiny model never solves a task, so part 2 starts from scripted offline dialogues
 # in which some rollouts succeed (sweet_rl/data/offline_demo.py); every stage still runs for real.
 #
-#   bash scripts/run_demo.sh            # writes outputs/demo/
+# Part 3, frontend design, runs only when asked for (PART=3): it needs the html extra, Chromium
+# and the Tailwind cache (pip install -e ".[html]"; apt-get install chromium chromium-driver;
+# python -m sweet_rl.evaluation.page_assets). CLIP has random weights there (no download), so
+# its similarities mean nothing; the scripted offline pages still give the critic its pairs.
+#
+#   bash scripts/run_demo.sh            # writes outputs/demo/ (parts 1 and 2)
 #   OUT=/tmp/demo PART=1 bash scripts/run_demo.sh   # part 1 only
+#   PART=3 bash scripts/run_demo.sh     # frontend: simulate -> evaluate -> view, then SWEET-RL
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-outputs/demo}
@@ -21,7 +27,7 @@ mkdir -p "$OUT"
 TINY=$(python -c "from sweet_rl.tiny_model import ensure_tiny_model; print(ensure_tiny_model())" | tail -n 1)
 TASKS=$(python -c "from sweet_rl.data.tasks import SAMPLE_BACKEND_TASKS; print(SAMPLE_BACKEND_TASKS)" | tail -n 1)
 
-if [ "$PART" != 2 ]; then
+if [ "$PART" = all ] || [ "$PART" = 1 ]; then
   echo "== part 1: simulate -> evaluate -> view ($OUT)"
   python scripts/simulate_interactions.py \
       --output_path "$OUT/trajectories.jsonl" --overwrite \
@@ -31,7 +37,7 @@ if [ "$PART" != 2 ]; then
   python visualizers/visualize_dialogue_histories.py "$OUT/trajectories.jsonl" "$OUT/dialogues.html"
 fi
 
-if [ "$PART" != 1 ]; then
+if [ "$PART" = all ] || [ "$PART" = 2 ]; then
   SWEET=$OUT/sweet
   echo "== part 2: the SWEET-RL loop on the CPU ($SWEET)"
   mkdir -p "$SWEET"
@@ -45,4 +51,27 @@ if [ "$PART" != 1 ]; then
 --report_to none" \
       bash scripts/run_sweet_backend.sh
 fi
-echo "demo: files in $OUT (open $OUT/dialogues.html in a browser)"
+if [ "$PART" = 3 ]; then
+  HTML=$OUT/frontend
+  FRONTEND_TASKS=$(python -c "from sweet_rl.data.tasks import SAMPLE_FRONTEND_TASKS; print(SAMPLE_FRONTEND_TASKS)" | tail -n 1)
+  echo "== part 3: frontend simulate -> evaluate -> view, then the SWEET-RL loop ($HTML)"
+  mkdir -p "$HTML"
+  python scripts/simulate_interactions.py --task_type html \
+      --output_path "$HTML/trajectories.jsonl" --overwrite --best_of_n "$ROLLOUTS" \
+      --max_steps "${HTML_STEPS:-3}" --max_new_tokens "$MAX_NEW_TOKENS" --simulator_max_tokens 32
+  python scripts/evaluate_html.py "$HTML/trajectories.jsonl" --k "$ROLLOUTS" --clip_pretrained none
+  python visualizers/visualize_design_dialogue_histories.py "$HTML/trajectories.jsonl" "$HTML/dialogues.html"
+  python -m sweet_rl.data.offline_demo "$HTML/sweet/offline.jsonl" --tokenizer "$TINY" --task_type html
+  OUTPUT_DIR=$HTML/sweet CHECKPOINT_DIR=$HTML/sweet/checkpoints AGENT_MODEL=$TINY BACKEND=hf K=3 \
+  NUM_SAMPLES=${NUM_SAMPLES:-4} DATA_FRACTION=1.0 TEST_TASKS=$FRONTEND_TASKS NUM_TEST_TASKS=3 \
+  LAUNCH=python CLIP_ARGS="--clip_pretrained none" \
+  SIM_FLAGS="--simulator_max_tokens 32 --max_steps ${HTML_STEPS:-3}" \
+  EXTRA_SIM_ARGS="--max_new_tokens ${SAMPLE_TOKENS:-16}" \
+  EXTRA_TRAIN_ARGS="--zero_stage 0 --bf16 False --gradient_checkpointing False --flash_attn False \
+--learning_rate 1e-4 --max_len 2048 --train_batch_size 2 --micro_train_batch_size 1 --max_epochs 1 \
+--report_to none" \
+      bash scripts/run_sweet_frontend.sh
+fi
+VIEW=$OUT/dialogues.html
+[ "$PART" = 3 ] && VIEW=$OUT/frontend/dialogues.html
+echo "demo: files in $OUT (open $VIEW in a browser)"

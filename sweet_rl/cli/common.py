@@ -15,7 +15,8 @@ def run_cli(main) -> None:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        fire.Fire(main)
+        # each stage prints its own metrics line; fire would also print the returned value
+        fire.Fire(main, serialize=lambda result: None)
     except (RecordError, SimulatorUnavailable, FileNotFoundError, FileExistsError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

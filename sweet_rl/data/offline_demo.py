@@ -9,12 +9,19 @@ tokenizer, so the file has exactly the layout of the original's offline data
 (``colbench_code_offline_15k_llama8b.jsonl``). Grade it with ``evaluate_code.py --k 3``.
 
     python -m sweet_rl.data.offline_demo outputs/offline.jsonl --tokenizer outputs/tiny-llama
+
+With ``--task_type html`` the same three styles play the bundled sample frontend tasks through
+the real :class:`~sweet_rl.environments.DesignEnv` (pages rendered in headless Chromium): the
+scripted agent shows a dark draft page and then the reference page (rollout 0), only the draft
+(rollout 1), or the reference page at once (rollout 2). Score it with
+``evaluate_html.py --k 3``: rollouts 0 and 2 match the reference exactly, so the critic gets
+pairs whatever CLIP weights are used.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import List, Optional
 
 from sweet_rl.agents.base import Agent, AgentOutput
 from sweet_rl.simulators.base import Simulator, SimulatorReply
@@ -22,6 +29,10 @@ from sweet_rl.simulators.base import Simulator, SimulatorReply
 ROLLOUTS = 3
 QUESTION = "Thinking about edge cases first. OUTPUT: What should the function do with unusual inputs?"
 HUMAN_REPLY = "Just follow the rules I described; I don't know more than that."
+DESIGN_QUESTION = "Let me start from a rough sketch. OUTPUT: Is this close to the layout you have in mind?"
+DRAFT_PAGE = ('<html><body style="background:#1f2937;color:#fff;font:32px sans-serif;padding:40px">'
+              "<h1>Draft</h1><p>A first sketch.</p></body></html>")
+ANSWER_INTRO = "I have enough to write it. OUTPUT: I WANT TO ANSWER:"
 
 
 def _function_name(code: str) -> str:
@@ -29,12 +40,25 @@ def _function_name(code: str) -> str:
     return f"def {match.group(1)}({match.group(2)})" if match else "def solution(*args)"
 
 
-class ScriptedAgent(Agent):
-    """One dialogue's agent. Style 0 asks, then answers right; 1 asks, then answers wrong;
-    2 answers right at once."""
+def script(task_type: str, style: int, truth: str) -> List[str]:
+    """The agent's messages, turn by turn. Style 0 asks, then answers right; 1 asks, then
+    answers wrong; 2 answers right at once."""
+    if task_type == "html":
+        right, wrong = truth, DRAFT_PAGE
+        question = f"{DESIGN_QUESTION}\n{DRAFT_PAGE}"
+        answer = "{0} Here is the page.\n{1}"
+    else:
+        right, wrong = truth, f"{_function_name(truth)}:\n    return None"
+        question, answer = QUESTION, "{0}\n```python\n{1}\n```"
+    final = answer.format(ANSWER_INTRO, wrong if style == 1 else right)
+    return [final] if style == 2 else [question if style == 0 else QUESTION, final]
 
-    def __init__(self, tokenizer, style: int, answer: str):
-        self.tokenizer, self.style, self.answer = tokenizer, style, answer
+
+class ScriptedAgent(Agent):
+    """One dialogue's agent: says the messages of ``turns`` in order."""
+
+    def __init__(self, tokenizer, turns: List[str]):
+        self.tokenizer, self.turns = tokenizer, turns
 
     def generate(self, conversations, seeds=None):
         from sweet_rl.hf_generation import format_chat
@@ -42,10 +66,7 @@ class ScriptedAgent(Agent):
         outputs = []
         for messages in conversations:
             turn = sum(m["role"] == "assistant" for m in messages)
-            if self.style == 2 or turn >= 1:
-                text = f"I have enough to write it. OUTPUT: I WANT TO ANSWER:\n```python\n{self.answer}\n```"
-            else:
-                text = QUESTION
+            text = self.turns[min(turn, len(self.turns) - 1)]
             outputs.append(AgentOutput(prompt=format_chat(self.tokenizer, messages), output=text))
         return outputs
 
@@ -55,26 +76,27 @@ class ScriptedHuman(Simulator):
         return [SimulatorReply(text=HUMAN_REPLY) for _ in conversations]
 
 
-def build_offline_trajectories(tokenizer, tasks, rollouts: int = ROLLOUTS):
+def build_offline_trajectories(tokenizer, tasks, rollouts: int = ROLLOUTS, task_type: str = "code",
+                               env_kwargs: Optional[dict] = None):
     """Trajectories in simulate's row order (row ``i + j * num_tasks`` is rollout j of task i)."""
-    from sweet_rl.environments import BackendEnv
+    from sweet_rl.environments import make_env
     from sweet_rl.prompts import load_prompt
     from sweet_rl.rollout import run_dialogues
 
-    agent_prompt, user_prompt = load_prompt(None, "agent"), load_prompt(None, "user")
+    agent_prompt = load_prompt(None, "agent", task_type)
+    user_prompt = load_prompt(None, "user", task_type)
     rows = [(j, task) for j in range(rollouts) for task in tasks]
     trajectories = []
     for j, task in rows:  # one dialogue at a time: each has its own scripted agent
-        wrong = f"{_function_name(task.ground_truth)}:\n    return None"
-        answer = wrong if j % 3 == 1 else task.ground_truth
-        env = BackendEnv(task, agent_prompt, user_prompt)
-        [trajectory] = run_dialogues([env], ScriptedAgent(tokenizer, j % 3, answer), ScriptedHuman())
+        env = make_env(task_type, task, agent_prompt, user_prompt, **(env_kwargs or {}))
+        agent = ScriptedAgent(tokenizer, script(task_type, j % 3, task.ground_truth))
+        [trajectory] = run_dialogues([env], agent, ScriptedHuman())
         trajectories.append(trajectory)
     return trajectories
 
 
 def main(output_path: str, tokenizer: Optional[str] = None, input_path: Optional[str] = None,
-         rollouts: int = ROLLOUTS):
+         rollouts: int = ROLLOUTS, task_type: str = "code", screenshot_dir: Optional[str] = None):
     """Write the scripted offline trajectories (unevaluated) to ``output_path``."""
     arguments = dict(locals())
     from sweet_rl.data.tasks import load_tasks
@@ -82,8 +104,22 @@ def main(output_path: str, tokenizer: Optional[str] = None, input_path: Optional
     from sweet_rl.hf_generation import load_tokenizer
     from sweet_rl.io import write_jsonl, write_sidecar
 
-    tasks = load_tasks(input_path)
-    trajectories = build_offline_trajectories(load_tokenizer(resolve_model(tokenizer)), tasks, rollouts)
+    tasks = load_tasks(input_path, task_type=task_type)
+    tokenizer_ = load_tokenizer(resolve_model(tokenizer))
+    pool = None
+    env_kwargs = {}
+    try:
+        if task_type == "html":
+            from sweet_rl.cli.simulate import open_renderer
+            from sweet_rl.screenshots import default_screenshot_dir
+
+            pool, arguments["browser_version"] = open_renderer()
+            env_kwargs = dict(renderer=pool, output_path=output_path,
+                              screenshot_dir=screenshot_dir or default_screenshot_dir(output_path))
+        trajectories = build_offline_trajectories(tokenizer_, tasks, rollouts, task_type, env_kwargs)
+    finally:
+        if pool is not None:
+            pool.close()
     write_jsonl(output_path, trajectories)
     write_sidecar(output_path, arguments, "offline_demo")
     print(f"offline_demo: {len(trajectories)} scripted trajectories ({len(tasks)} tasks x {rollouts}) -> {output_path}")
