@@ -46,26 +46,8 @@ echo "== 0. offline data -> $OFFLINE"
 echo "== 1. trajectory pairs with the reference solution -> $CRITIC_PAIRS"
 python scripts/evaluate_code.py "$OFFLINE" --k "$K" --ground_truth_preference_path "$CRITIC_PAIRS"
 
-echo "== 2. critic -> $CRITIC"
-$LAUNCH scripts/train_dpo.py --config configs/critic_backend.json --pretrain "$AGENT_MODEL" \
-    --dataset "$CRITIC_PAIRS" --save_path "$CRITIC" $EXTRA_TRAIN_ARGS $CRITIC_ARGS
-
-echo "== 3. $NUM_SAMPLES candidates per turn on a $DATA_FRACTION share of the offline data -> $SAMPLED"
-python scripts/sample_best_of_n.py "$OFFLINE" "$SAMPLED" --agent_model "$AGENT_MODEL" \
-    --best_of_n "$NUM_SAMPLES" --data_fraction "$DATA_FRACTION" --backend "$BACKEND" --to_continue \
-    $EXTRA_SIM_ARGS
-
-echo "== 4. critic ranking -> $RANKED"
-python scripts/rank_best_of_n.py --model_id "$CRITIC" --input_path "$SAMPLED" \
-    --output_path "$RANKED" --backend "$BACKEND" --to_continue $RANK_ARGS
-
-echo "== 5. per-turn pairs -> $AGENT_PAIRS"
-python scripts/generate_random_pairs_from_ranks.py "$RANKED" "$AGENT_PAIRS" --no_prompt \
-    --num_pairs 4 --tokenizer "$AGENT_MODEL"
-
-echo "== 6. agent DPO -> $AGENT"
-$LAUNCH scripts/train_dpo.py --config configs/agent_dpo_backend.json --pretrain "$AGENT_MODEL" \
-    --dataset "$AGENT_PAIRS" --save_path "$AGENT" $EXTRA_TRAIN_ARGS
+source scripts/sweet_stages.sh
+sweet_rl_stages configs/critic_backend.json configs/agent_dpo_backend.json
 
 echo "== 7. evaluation of the trained agent -> $EVALUATION"
 python scripts/simulate_interactions.py --agent_model "$AGENT" --agent_backend "$BACKEND" \

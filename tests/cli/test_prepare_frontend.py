@@ -4,7 +4,6 @@ downloaded) and filter_websites with real headless Chromium."""
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -12,10 +11,11 @@ import pytest
 
 from sweet_rl.cli import filter_websites, prepare_frontend_tasks
 from sweet_rl.evaluation import page_assets
-from sweet_rl.evaluation.renderer import RenderResult, _find_binary
+from sweet_rl.evaluation.renderer import RenderResult
 from sweet_rl.records import RecordError
 from sweet_rl.screenshots import screenshot_path
 from tests.conftest import REPO_ROOT, SHARED_COLBENCH
+from tests.render_helpers import require_chromium, tailwind_assets_dir
 
 ROWS = 25
 RANGES = dict(train_start=0, train_end=10, test_start=10, test_end=20)
@@ -169,27 +169,12 @@ def test_bad_source_via_cli_exits_nonzero_and_writes_nothing(tmp_path):
 
 @pytest.fixture(scope="module")
 def assets_dir(tmp_path_factory):
-    """The offline Tailwind cache: the default one when filled, else fetched with npm."""
-    try:
-        page_assets.tailwind_path()
-        return None
-    except page_assets.AssetsMissing:
-        pass
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed: cannot fill the Tailwind asset cache")
-    cache = tmp_path_factory.mktemp("assets")
-    try:
-        page_assets.fetch_tailwind(str(cache), timeout=120)
-    except Exception as exc:
-        pytest.skip(f"cannot fetch Tailwind with npm pack: {exc}")
-    return str(cache)
+    return tailwind_assets_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def chromium(assets_dir):
-    for env, name in (("SWEET_RL_CHROMEDRIVER", "chromedriver"), ("SWEET_RL_CHROMIUM", "chromium")):
-        if _find_binary(env, (f"/usr/bin/{name}",), name) is None:
-            pytest.skip(f"{name} not installed")
+    require_chromium()
     return assets_dir
 
 

@@ -5,7 +5,6 @@ import base64
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -15,6 +14,7 @@ from sweet_rl.evaluation import page_assets
 from sweet_rl.evaluation.renderer import DriverPool, _find_binary
 from sweet_rl.records import RecordError
 from sweet_rl.screenshots import default_screenshot_dir, screenshot_path, to_stored
+from tests.render_helpers import require_chromium, tailwind_assets_dir
 from visualizers.page_parts import image_data_url
 from visualizers.visualize_design_dialogue_histories import main
 
@@ -36,26 +36,12 @@ HOSTILE_REPLY = "Make it <b>bold</b><script>window.__pwned=1</script> & <img src
 
 @pytest.fixture(scope="module")
 def assets_dir(tmp_path_factory):
-    try:
-        page_assets.tailwind_path()
-        return None  # the default cache is filled
-    except page_assets.AssetsMissing:
-        pass
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed: cannot fill the Tailwind asset cache")
-    cache = tmp_path_factory.mktemp("assets")
-    try:
-        page_assets.fetch_tailwind(str(cache), timeout=120)
-    except Exception as exc:
-        pytest.skip(f"cannot fetch Tailwind with npm pack: {exc}")
-    return str(cache)
+    return tailwind_assets_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
 def chromium(assets_dir):
-    for env, name in (("SWEET_RL_CHROMEDRIVER", "chromedriver"), ("SWEET_RL_CHROMIUM", "chromium")):
-        if _find_binary(env, (f"/usr/bin/{name}",), name) is None:
-            pytest.skip(f"{name} not installed")
+    require_chromium()
     return assets_dir
 
 

@@ -1,0 +1,30 @@
+# Stages 2-6 of the SWEET-RL recipe, shared by run_sweet_backend.sh and run_sweet_frontend.sh
+# (sourced by them; not a command of its own). Reads the variables those scripts set:
+# LAUNCH AGENT_MODEL CRITIC_PAIRS CRITIC OFFLINE SAMPLED RANKED AGENT_PAIRS AGENT NUM_SAMPLES
+# DATA_FRACTION BACKEND EXTRA_TRAIN_ARGS EXTRA_SIM_ARGS CRITIC_ARGS RANK_ARGS.
+#
+#   sweet_rl_stages CRITIC_CONFIG AGENT_CONFIG
+sweet_rl_stages() {
+  local critic_config=$1 agent_config=$2
+
+  echo "== 2. critic -> $CRITIC"
+  $LAUNCH scripts/train_dpo.py --config "$critic_config" --pretrain "$AGENT_MODEL" \
+      --dataset "$CRITIC_PAIRS" --save_path "$CRITIC" $EXTRA_TRAIN_ARGS $CRITIC_ARGS
+
+  echo "== 3. $NUM_SAMPLES candidates per turn on a $DATA_FRACTION share of the offline data -> $SAMPLED"
+  python scripts/sample_best_of_n.py "$OFFLINE" "$SAMPLED" --agent_model "$AGENT_MODEL" \
+      --best_of_n "$NUM_SAMPLES" --data_fraction "$DATA_FRACTION" --backend "$BACKEND" \
+      --to_continue $EXTRA_SIM_ARGS
+
+  echo "== 4. critic ranking -> $RANKED"
+  python scripts/rank_best_of_n.py --model_id "$CRITIC" --input_path "$SAMPLED" \
+      --output_path "$RANKED" --backend "$BACKEND" --to_continue $RANK_ARGS
+
+  echo "== 5. per-turn pairs -> $AGENT_PAIRS"
+  python scripts/generate_random_pairs_from_ranks.py "$RANKED" "$AGENT_PAIRS" --no_prompt \
+      --num_pairs 4 --tokenizer "$AGENT_MODEL"
+
+  echo "== 6. agent DPO -> $AGENT"
+  $LAUNCH scripts/train_dpo.py --config "$agent_config" --pretrain "$AGENT_MODEL" \
+      --dataset "$AGENT_PAIRS" --save_path "$AGENT" $EXTRA_TRAIN_ARGS
+}
