@@ -125,17 +125,17 @@ def _file_mode(path: str) -> int:
         return 0o666 & ~mask
 
 
-def write_jsonl(path: str, records: Iterable[Any]) -> int:
-    """Replace ``path`` atomically: write a temporary file beside it, then ``os.replace``."""
+@contextlib.contextmanager
+def atomic_file(path: str, suffix: str = ""):
+    """A binary handle on a temporary file beside ``path``; when the block ends without an
+    error the file is flushed, given ``path``'s permission bits, fsynced and renamed over
+    ``path``; on an error it is removed. Readers never see a half-written file."""
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".jsonl", dir=directory)
-    count = 0
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
-            for record in records:
-                handle.write(_to_json_line(record))
-                count += 1
+            yield handle
             handle.flush()
             os.fchmod(handle.fileno(), _file_mode(path))
             os.fsync(handle.fileno())
@@ -144,24 +144,28 @@ def write_jsonl(path: str, records: Iterable[Any]) -> int:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def write_bytes(path: str, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically (screenshots, generated pages)."""
+    with atomic_file(path, os.path.splitext(path)[1]) as handle:
+        handle.write(data)
+
+
+def write_jsonl(path: str, records: Iterable[Any]) -> int:
+    """Replace ``path`` atomically: write a temporary file beside it, then ``os.replace``."""
+    count = 0
+    with atomic_file(path, ".jsonl") as handle:
+        for record in records:
+            handle.write(_to_json_line(record))
+            count += 1
     return count
 
 
 def write_json(path: str, data: Dict[str, Any]) -> None:
     """Write a small JSON document atomically (used for the ``.config.json`` sidecars)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, sort_keys=True, default=str)
-            handle.write("\n")
-            os.fchmod(handle.fileno(), _file_mode(path))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    text = json.dumps(data, indent=2, sort_keys=True, default=str) + "\n"
+    write_bytes(path, text.encode("utf-8"))
 
 
 def write_sidecar(output_path: str, arguments: Dict[str, Any], stage: str) -> str:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
+import tempfile
 from typing import Iterator, Optional
 
 BOS, EOS, EOT = "<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"
@@ -112,14 +114,36 @@ def build_tiny_model(output_dir: str, seed: int = 0, vocab_size: int = 1024,
     return output_dir
 
 
-def ensure_tiny_model(output_dir: Optional[str] = None, seed: int = 0) -> str:
-    """Build the tiny model once into ``output_dir`` (default: a per-user cache) and reuse it."""
+def ensure_built(build, name: str, output_dir: Optional[str] = None, seed: int = 0) -> str:
+    """Build a tiny model once with ``build(dir, seed=seed)`` into ``output_dir`` (default: the
+    per-user cache, ``<cache>/sweet_rl/<name>-seed<seed>``) and reuse it afterwards.
+
+    It is built in a scratch folder and renamed into place, so a concurrent run (two tests, a
+    demo and a test) never loads a half-written model.
+    """
     if output_dir is None:
         cache = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
-        output_dir = os.path.join(cache, "sweet_rl", f"tiny-llama-seed{seed}")
-    if not os.path.exists(os.path.join(output_dir, "config.json")):
-        build_tiny_model(output_dir, seed=seed)
+        output_dir = os.path.join(cache, "sweet_rl", f"{name}-seed{seed}")
+    if os.path.exists(os.path.join(output_dir, "config.json")):
+        return output_dir
+    parent = os.path.dirname(os.path.abspath(output_dir))
+    os.makedirs(parent, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix=f".{name}-", dir=parent)
+    try:
+        build(scratch, seed=seed)
+        try:
+            os.rename(scratch, output_dir)
+        except OSError:  # somebody else finished first (or an empty folder was there)
+            if not os.path.exists(os.path.join(output_dir, "config.json")):
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return output_dir
+
+
+def ensure_tiny_model(output_dir: Optional[str] = None, seed: int = 0) -> str:
+    """The tiny Llama, built once (see :func:`ensure_built`)."""
+    return ensure_built(build_tiny_model, "tiny-llama", output_dir, seed)
 
 
 def main(output_dir: str = "outputs/tiny-llama", seed: int = 0) -> None:

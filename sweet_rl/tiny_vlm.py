@@ -19,8 +19,6 @@ after resizing).
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from typing import Optional
 
 PAD, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
@@ -113,33 +111,11 @@ def build_tiny_vlm(output_dir: str, seed: int = 0, vocab_size: int = 1024,
     return output_dir
 
 
-def default_dir(seed: int = 0) -> str:
-    cache = os.environ.get("XDG_CACHE_HOME", os.path.join(os.path.expanduser("~"), ".cache"))
-    return os.path.join(cache, "sweet_rl", f"tiny-qwen2-vl-seed{seed}")
-
-
 def ensure_tiny_vlm(output_dir: Optional[str] = None, seed: int = 0) -> str:
-    """Build the tiny VLM once into ``output_dir`` (default: a per-user cache) and reuse it.
+    """The tiny VLM, built once into the per-user cache (see ``tiny_model.ensure_built``)."""
+    from sweet_rl.tiny_model import ensure_built
 
-    It is built in a scratch folder and renamed into place, so a concurrent run never loads
-    a half-written model.
-    """
-    output_dir = output_dir or default_dir(seed)
-    if os.path.exists(os.path.join(output_dir, "config.json")):
-        return output_dir
-    parent = os.path.dirname(os.path.abspath(output_dir))
-    os.makedirs(parent, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix=".tiny-vlm-", dir=parent)
-    try:
-        build_tiny_vlm(scratch, seed=seed)
-        try:
-            os.rename(scratch, output_dir)
-        except OSError:  # somebody else finished first (or an empty folder was there)
-            if not os.path.exists(os.path.join(output_dir, "config.json")):
-                raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return output_dir
+    return ensure_built(build_tiny_vlm, "tiny-qwen2-vl", output_dir, seed)
 
 
 def main(output_dir: str = "outputs/tiny-qwen2-vl", seed: int = 0) -> None:

@@ -35,3 +35,13 @@ def sample_tasks_path() -> str:
     from sweet_rl.data.tasks import SAMPLE_BACKEND_TASKS
 
     return SAMPLE_BACKEND_TASKS
+
+
+@pytest.fixture(scope="session")
+def render_assets(tmp_path_factory) -> str:
+    """The Tailwind cache folder for tests that render real pages in Chromium; they are
+    skipped when Chromium, chromedriver or (for an empty cache) npm is missing."""
+    from tests.render_helpers import require_chromium, tailwind_assets_dir
+
+    require_chromium()
+    return tailwind_assets_dir(tmp_path_factory)

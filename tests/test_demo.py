@@ -47,16 +47,12 @@ def test_demo_script_runs_every_stage(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
-def test_frontend_demo_runs_every_stage(tmp_path, tmp_path_factory):
+def test_frontend_demo_runs_every_stage(tmp_path, render_assets):
     """PART=3: simulate -> evaluate_html -> view on the sample frontend tasks, then the whole
     SWEET-RL loop through scripts/run_sweet_frontend.sh, in Chromium, with random CLIP."""
-    from tests.render_helpers import require_chromium, tailwind_assets_dir
-
-    require_chromium()
-    assets = tailwind_assets_dir(tmp_path_factory)
     env = dict(os.environ, OUT=str(tmp_path / "demo"), PART="3", MAX_NEW_TOKENS="8",
                ROLLOUTS="2", NUM_SAMPLES="2", SAMPLE_TOKENS="8", HTML_STEPS="2",
-               SWEET_RL_ASSETS=assets, HF_HUB_OFFLINE="1")
+               SWEET_RL_ASSETS=render_assets, HF_HUB_OFFLINE="1")
     result = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "run_demo.sh")], env=env,
                             capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]

@@ -8,11 +8,8 @@ sidebar items whose ``data-status`` is ``X`` (``all`` shows every one).
 """
 
 import base64
-import contextlib
 import html
 import io
-import os
-import tempfile
 from typing import Any, Iterable, NamedTuple, Optional, Tuple
 
 BASE_CSS = """
@@ -139,23 +136,6 @@ def page_document(title: str, summary: str, filters: str, nav_items: Iterable[st
         f'<div class="layout"><nav><ol id="dialogue-list">{"".join(nav_items)}</ol></nav>'
         f"<main>{body}</main></div><script>{FILTER_JS}</script></body></html>\n"
     )
-
-
-def write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file, so a failure leaves no half page."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".html", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 class Shot(NamedTuple):

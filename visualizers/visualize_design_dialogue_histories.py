@@ -26,11 +26,12 @@ from typing import Any, Dict, List, Optional
 if importlib.util.find_spec("sweet_rl") is None or importlib.util.find_spec("visualizers") is None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from sweet_rl.io import write_bytes  # noqa: E402
 from sweet_rl.records import RecordError, Trajectory  # noqa: E402
 from sweet_rl.screenshots import default_screenshot_dir, resolve, screenshot_path  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
     Shot, esc, figure, filter_buttons, folded, image_data_url, nav_item, page_document, step_links,
-    write_atomic)
+)
 
 EVALUATED, UNEVALUATED, NO_PAGE = "evaluated", "unevaluated", "nopage"
 _BADGE = {EVALUATED: "evaluated", UNEVALUATED: "not evaluated", NO_PAGE: "no final page"}
@@ -270,7 +271,7 @@ def main(input_path: str, output_path: str, title: Optional[str] = None,
                 pool.close()
     title = title if title is not None else f"Design dialogues: {os.path.basename(input_path)}"
     page = render_design_html(trajectories, str(title), shots)
-    write_atomic(output_path, page)
+    write_bytes(output_path, page.encode("utf-8"))
     write_sidecar(output_path, arguments, "visualize_design_dialogue_histories")
     stats = summarize(trajectories)
     mean = "n/a" if stats["mean"] is None else f"{stats['mean']:.3f}"

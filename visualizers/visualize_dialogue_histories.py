@@ -22,9 +22,10 @@ from typing import Any, Dict, List, Optional
 if importlib.util.find_spec("sweet_rl") is None or importlib.util.find_spec("visualizers") is None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from sweet_rl.io import write_bytes  # noqa: E402
 from sweet_rl.records import Trajectory  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
-    esc as _esc, filter_buttons, folded, nav_item, page_document, step_links, write_atomic)
+    esc as _esc, filter_buttons, folded, nav_item, page_document, step_links)
 
 SUCCESS, FAILED, UNEVALUATED = "success", "failed", "unevaluated"
 _BADGE = {SUCCESS: "success", FAILED: "fail", UNEVALUATED: "not evaluated"}
@@ -121,7 +122,7 @@ def main(input_path: str, output_path: str, title: Optional[str] = None,
     dicts = [r.to_dict() for r in records]
     title = title if title is not None else f"Dialogues: {os.path.basename(input_path)}"
     page = render_dialogues_html(dicts, str(title))
-    write_atomic(output_path, page)
+    write_bytes(output_path, page.encode("utf-8"))
     write_sidecar(output_path, {"input_path": input_path, "output_path": output_path,
                                 "title": title, "max_dialogues": max_dialogues},
                   "visualize_dialogue_histories")

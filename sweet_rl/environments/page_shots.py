@@ -14,11 +14,11 @@ handles the PNG bytes the renderer returns.
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from typing import Dict, Optional
 
+from sweet_rl.io import write_bytes
 from sweet_rl.screenshots import screenshot_path
 
 _guard = threading.Lock()
@@ -41,22 +41,6 @@ def _lock_for(path: str) -> threading.Lock:
         return _locks.setdefault(path, threading.Lock())
 
 
-def _write_atomically(path: str, data: bytes) -> None:
-    """A reader (or a resumed run after a kill) never sees half a PNG."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".png", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; screenshots are as public as the JSONL
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def shoot(renderer, html: str, directory: str, kind: str = "page") -> Shot:
     """The screenshot of ``html`` under ``directory``, rendering it only when needed.
 
@@ -73,7 +57,7 @@ def shoot(renderer, html: str, directory: str, kind: str = "page") -> Shot:
             error = result.error or "the renderer returned no image"
             _failures[path] = error
             return Shot(None, error=error, rendered=True, browser=result.browser)
-        _write_atomically(path, result.png)
+        write_bytes(path, result.png)  # a resumed run never sees half a PNG
         return Shot(path, rendered=True, browser=result.browser)
 
 

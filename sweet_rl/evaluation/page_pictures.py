@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Set
 
+from sweet_rl.io import write_bytes
 from sweet_rl.records import Trajectory
 from sweet_rl.screenshots import resolve, screenshot_path
 
@@ -102,15 +103,6 @@ def drop_unreadable(pictures: List[Picture]) -> None:
             picture.path, picture.new = None, False
 
 
-def _save(png: bytes, path: str) -> None:
-    """Write atomically: a killed run never leaves half a PNG under a name that is reused."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    partial = f"{path}.part{os.getpid()}"
-    with open(partial, "wb") as handle:
-        handle.write(png)
-    os.replace(partial, path)
-
-
 def render_pending(pictures: List[Picture], browser: str = "chromium", pool_size: Optional[int] = None,
                    assets_dir: Optional[str] = None, page_load_timeout: float = 20.0) -> Dict[str, object]:
     """Render every distinct pending page once, concurrently; fill in ``path`` or ``error``.
@@ -140,7 +132,7 @@ def render_pending(pictures: List[Picture], browser: str = "chromium", pool_size
                 target, result = futures[future], future.result()
                 browsers.add(result.browser)
                 if result.ok:
-                    _save(result.png, target)
+                    write_bytes(target, result.png)  # a killed run leaves no half PNG
                     outcome[target] = None
                 else:
                     outcome[target] = result.error or "render failed"

@@ -20,9 +20,7 @@ pytest.importorskip("open_clip")
 pytest.importorskip("selenium")
 
 from sweet_rl.cli import evaluate_html  # noqa: E402
-from sweet_rl.evaluation import page_assets  # noqa: E402
 from sweet_rl.evaluation.preferences import GROUND_TRUTH_PREFIX  # noqa: E402
-from sweet_rl.evaluation.renderer import _find_binary  # noqa: E402
 from sweet_rl.records import RecordError  # noqa: E402
 
 CLIP = dict(clip_pretrained="none", seed=0, device="cpu", batch_size=8, pool_size=2)
@@ -36,25 +34,6 @@ def tasks():
         pytest.skip(f"{path} not found (real ColBench frontend tasks)")
     with open(path) as handle:
         return [json.loads(next(handle)) for _ in range(3)]
-
-
-@pytest.fixture(scope="module")
-def assets(tmp_path_factory):
-    """The Tailwind cache: the machine's if filled, else fetched once with npm pack."""
-    if _find_binary("SWEET_RL_CHROMEDRIVER", ("/usr/bin/chromedriver",), "chromedriver") is None:
-        pytest.skip("chromedriver not installed")
-    if _find_binary("SWEET_RL_CHROMIUM", ("/usr/bin/chromium",), "chromium") is None:
-        pytest.skip("chromium not installed")
-    try:
-        return str(page_assets.tailwind_path().parent)
-    except page_assets.AssetsMissing:
-        pass
-    if shutil.which("npm") is None:
-        pytest.skip("npm is not installed: cannot fill the Tailwind asset cache")
-    try:
-        return str(page_assets.fetch_tailwind(str(tmp_path_factory.mktemp("assets")), timeout=120).parent)
-    except Exception as exc:  # registry unreachable, npm broken, ...
-        pytest.skip(f"cannot fetch Tailwind with npm pack: {exc}")
 
 
 def row(task, answer, tag, **extra):
@@ -80,7 +59,7 @@ def read(path):
 
 
 @pytest.fixture(scope="module")
-def run_a(tasks, assets, tmp_path_factory):
+def run_a(tasks, render_assets, tmp_path_factory):
     """Evaluate the main run once; the tests below read what it wrote."""
     folder = tmp_path_factory.mktemp("run_a")
     t0, t1, t2 = tasks
@@ -93,7 +72,7 @@ def run_a(tasks, assets, tmp_path_factory):
     path = write(folder / "run.jsonl", rows)
     metrics = evaluate_html.main(path, k=2, preference_path=str(folder / "pairs.jsonl"),
                                  ground_truth_preference_path=str(folder / "gt_pairs.jsonl"),
-                                 assets_dir=assets, **CLIP)
+                                 assets_dir=render_assets, **CLIP)
     return {"path": path, "folder": folder, "metrics": metrics, "rows": read(path), "tasks": tasks}
 
 
@@ -205,13 +184,13 @@ def test_original_layout_answer_is_a_screenshot_path(run_a, tmp_path):
     assert rows[3]["reward"] == pytest.approx(rows[2]["reward"], abs=1e-6)
 
 
-def test_failed_render_is_scored_black_with_the_error(tasks, assets, tmp_path):
+def test_failed_render_is_scored_black_with_the_error(tasks, render_assets, tmp_path):
     """A browser that cannot start (Firefox without geckodriver) fails every page; both pages
     are then black, so the pair scores 1.0, and the row says why."""
     if shutil.which("geckodriver") is not None:
         pytest.skip("geckodriver is installed: Firefox would render")
     path = write(tmp_path / "run.jsonl", [row(tasks[0], tasks[0]["ground_truth"], "x")])
-    metrics = evaluate_html.main(path, browser="firefox", assets_dir=assets, **CLIP)
+    metrics = evaluate_html.main(path, browser="firefox", assets_dir=render_assets, **CLIP)
     (data,) = read(path)
     assert metrics["render_failed"] == 2 and metrics["rendered"] == 0
     assert data["reward"] == 1.0 and data["answer_screenshot"] is None

@@ -15,7 +15,6 @@ from sweet_rl.evaluation.renderer import RenderResult
 from sweet_rl.records import RecordError
 from sweet_rl.screenshots import screenshot_path
 from tests.conftest import REPO_ROOT, SHARED_COLBENCH
-from tests.render_helpers import require_chromium, tailwind_assets_dir
 
 ROWS = 25
 RANGES = dict(train_start=0, train_end=10, test_start=10, test_end=20)
@@ -167,17 +166,6 @@ def test_bad_source_via_cli_exits_nonzero_and_writes_nothing(tmp_path):
 # ---------------------------------------------------------------- filter_websites
 
 
-@pytest.fixture(scope="module")
-def assets_dir(tmp_path_factory):
-    return tailwind_assets_dir(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def chromium(assets_dir):
-    require_chromium()
-    return assets_dir
-
-
 def _real_pages(n):
     path = SHARED_COLBENCH / "frontend_test.jsonl"
     if path.exists():
@@ -186,7 +174,7 @@ def _real_pages(n):
     return [{"problem_description": f"page {i}", "ground_truth": _html(i)} for i in range(n)]
 
 
-def test_filter_keeps_pages_that_render(chromium, tmp_path, capsys):
+def test_filter_keeps_pages_that_render(render_assets, tmp_path, capsys):
     good = _real_pages(2)
     tasks = [good[0],
              {"problem_description": "endless script", "ground_truth":
@@ -198,7 +186,7 @@ def test_filter_keeps_pages_that_render(chromium, tmp_path, capsys):
     src, out, shots = tmp_path / "tasks.jsonl", tmp_path / "kept.jsonl", tmp_path / "shots"
     src.write_text("".join(json.dumps(t) + "\n" for t in tasks))
     filter_websites.main(str(src), str(out), screenshot_dir=str(shots), pool_size=2,
-                         page_load_timeout=3, script_timeout=2, assets_dir=chromium)
+                         page_load_timeout=3, script_timeout=2, assets_dir=render_assets)
     assert _lines(out) == [tasks[0], tasks[2], tasks[4]]
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert line.startswith("filter_websites: kept 3 of 5 tasks (dropped 1 failed, 1 blank; "
@@ -213,7 +201,7 @@ def test_filter_keeps_pages_that_render(chromium, tmp_path, capsys):
     assert stage["filter_websites"]["browser_version"].startswith("chrome ")
 
     with pytest.raises(FileExistsError):  # an existing output is kept unless --overwrite
-        filter_websites.main(str(src), str(out), assets_dir=chromium)
+        filter_websites.main(str(src), str(out), assets_dir=render_assets)
 
 
 def test_filter_bad_input_names_line_and_writes_nothing(tmp_path):

@@ -20,7 +20,6 @@ from sweet_rl.records import Trajectory
 from sweet_rl.screenshots import resolve, screenshot_path
 from sweet_rl.tiny_vlm import build_tiny_vlm
 from tests.conftest import SHARED_COLBENCH
-from tests.render_helpers import require_chromium, tailwind_assets_dir
 from tests.simulators.fake_openai_server import FakeOpenAIServer, Step, completion
 
 FRONTEND = SHARED_COLBENCH / "frontend_test.jsonl"
@@ -29,11 +28,10 @@ FAST = ["--max_new_tokens", "8", "--simulator_max_tokens", "8", "--max_steps", "
 
 
 @pytest.fixture(scope="module")
-def assets(tmp_path_factory):
+def assets(render_assets):
     if not FRONTEND.exists():
         pytest.skip(f"{FRONTEND} not found")
-    require_chromium()
-    return tailwind_assets_dir(tmp_path_factory)
+    return render_assets
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ from sweet_rl.records import Task, Trajectory
 from sweet_rl.rollout import run_dialogues
 from sweet_rl.screenshots import resolve, screenshot_path
 from sweet_rl.simulators.base import Simulator, SimulatorReply
-from tests.render_helpers import require_chromium, tailwind_assets_dir
 
 CDN = "https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css"
 RED_PAGE = (f'<html lang="en"><link href="{CDN}" rel="stylesheet"><body style="margin:0">'
@@ -66,20 +65,14 @@ class CountingRenderer:
 
 
 @pytest.fixture(scope="module")
-def assets(tmp_path_factory):
-    require_chromium()
-    return tailwind_assets_dir(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def pool(assets):
-    with DriverPool(size=2, assets_dir=assets) as p:
+def pool(render_assets):
+    with DriverPool(size=2, assets_dir=render_assets) as p:
         yield p
 
 
 @pytest.fixture(scope="module")
-def fast_pool(assets):
-    with DriverPool(size=1, assets_dir=assets, page_load_timeout=2, script_timeout=2) as p:
+def fast_pool(render_assets):
+    with DriverPool(size=1, assets_dir=render_assets, page_load_timeout=2, script_timeout=2) as p:
         yield p
 
 

@@ -14,7 +14,6 @@ from sweet_rl.evaluation import page_assets
 from sweet_rl.evaluation.renderer import DriverPool, _find_binary
 from sweet_rl.records import RecordError
 from sweet_rl.screenshots import default_screenshot_dir, screenshot_path, to_stored
-from tests.render_helpers import require_chromium, tailwind_assets_dir
 from visualizers.page_parts import image_data_url
 from visualizers.visualize_design_dialogue_histories import main
 
@@ -34,31 +33,20 @@ SLOW_PAGE = "<html><body><p>loaded late</p></body></html>"
 HOSTILE_REPLY = "Make it <b>bold</b><script>window.__pwned=1</script> & <img src=x onerror=alert(1)>"
 
 
-@pytest.fixture(scope="module")
-def assets_dir(tmp_path_factory):
-    return tailwind_assets_dir(tmp_path_factory)
-
-
-@pytest.fixture(scope="module")
-def chromium(assets_dir):
-    require_chromium()
-    return assets_dir
-
-
 def _assistant(message, page=None, shot=None):
     return {"role": "assistant", "content": message, "input": "PROMPT <agent>",
             "output": f"OUTPUT: {message}", "html": page, "screenshot": shot}
 
 
 @pytest.fixture(scope="module")
-def run(chromium, tmp_path_factory):
+def run(render_assets, tmp_path_factory):
     """A frontend run per the trajectory contract, with screenshots rendered for real."""
     folder = tmp_path_factory.mktemp("run")
     jsonl = str(folder / "run.jsonl")
     shots = default_screenshot_dir(jsonl)
     os.makedirs(shots)
     stored = {}
-    with DriverPool(size=1, assets_dir=chromium) as pool:
+    with DriverPool(size=1, assets_dir=render_assets) as pool:
         for html, kind in ((FIRST, "page"), (FINAL, "page"), (REFERENCE, "reference")):
             result = pool.render(html)
             assert result.ok, result.error
@@ -181,9 +169,9 @@ def test_page_in_chromium(run, browser, tmp_path, capsys):
         browser.save_screenshot(os.environ["SWEET_RL_SCREENSHOT"])
 
 
-def test_render_missing_fills_the_gaps(run, chromium, tmp_path, capsys):
+def test_render_missing_fills_the_gaps(run, render_assets, tmp_path, capsys):
     out = tmp_path / "page.html"
-    main(run, str(out), render_missing=True, pool_size=1, assets_dir=chromium, max_dialogues=2)
+    main(run, str(out), render_missing=True, pool_size=1, assets_dir=render_assets, max_dialogues=2)
     assert "8 screenshots shown, 0 missing" in capsys.readouterr().out
     text = out.read_text(encoding="utf-8")
     assert "not found" not in text and "did not render" not in text and text.count("<img ") == 8
