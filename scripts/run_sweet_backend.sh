@@ -30,15 +30,8 @@ CRITIC_ARGS=${CRITIC_ARGS:-}            # ablation "sum instead of mean": "--mea
 RANK_ARGS=${RANK_ARGS:-}                # ablations: "--no_use_ground_truth"; "--use_sum"
 SIM_FLAGS=${SIM_FLAGS:-"--hostname $SIM_HOST --port $SIM_PORT --env_model $SIM_MODEL"}
 
-mkdir -p "$OUTPUT_DIR" "$CHECKPOINT_DIR"
-OFFLINE=$OUTPUT_DIR/offline.jsonl
-CRITIC_PAIRS=$OUTPUT_DIR/critic_pairs.jsonl
-CRITIC=$CHECKPOINT_DIR/critic
-SAMPLED=$OUTPUT_DIR/sampled.jsonl
-RANKED=$OUTPUT_DIR/ranked.jsonl
-AGENT_PAIRS=$OUTPUT_DIR/agent_pairs.jsonl
-AGENT=$CHECKPOINT_DIR/agent
-EVALUATION=$OUTPUT_DIR/evaluation.jsonl
+source scripts/sweet_stages.sh
+sweet_rl_paths
 
 echo "== 0. offline data -> $OFFLINE"
 [ -f "$OFFLINE" ] || python scripts/download_data.py "$DATA_PATH" "$OFFLINE"
@@ -46,7 +39,6 @@ echo "== 0. offline data -> $OFFLINE"
 echo "== 1. trajectory pairs with the reference solution -> $CRITIC_PAIRS"
 python scripts/evaluate_code.py "$OFFLINE" --k "$K" --ground_truth_preference_path "$CRITIC_PAIRS"
 
-source scripts/sweet_stages.sh
 sweet_rl_stages configs/critic_backend.json configs/agent_dpo_backend.json
 
 echo "== 7. evaluation of the trained agent -> $EVALUATION"

@@ -38,15 +38,8 @@ CRITIC_ARGS=${CRITIC_ARGS:-}            # ablation "sum instead of mean": "--mea
 RANK_ARGS=${RANK_ARGS:-}                # ablations: "--no_use_ground_truth"; "--use_sum"
 SIM_FLAGS=${SIM_FLAGS:-"--hostname $SIM_HOST --port $SIM_PORT --env_model $SIM_MODEL"}
 
-mkdir -p "$OUTPUT_DIR" "$CHECKPOINT_DIR"
-OFFLINE=${OFFLINE:-$OUTPUT_DIR/offline.jsonl}
-CRITIC_PAIRS=$OUTPUT_DIR/critic_pairs.jsonl
-CRITIC=$CHECKPOINT_DIR/critic
-SAMPLED=$OUTPUT_DIR/sampled.jsonl
-RANKED=$OUTPUT_DIR/ranked.jsonl
-AGENT_PAIRS=$OUTPUT_DIR/agent_pairs.jsonl
-AGENT=$CHECKPOINT_DIR/agent
-EVALUATION=$OUTPUT_DIR/evaluation.jsonl
+source scripts/sweet_stages.sh
+sweet_rl_paths
 
 echo "== 0. offline dialogues, $K per training task -> $OFFLINE"
 if [ ! -f "$OFFLINE" ] || [ -f "$OFFLINE.partial" ]; then
@@ -62,7 +55,6 @@ echo "== 1. CLIP rewards and trajectory pairs with the reference page -> $CRITIC
 python scripts/evaluate_html.py "$OFFLINE" --k "$K" --ground_truth_preference_path "$CRITIC_PAIRS" \
     $CLIP_ARGS
 
-source scripts/sweet_stages.sh
 sweet_rl_stages configs/critic_frontend.json configs/agent_dpo_frontend.json
 
 echo "== 7. evaluation of the trained agent -> $EVALUATION"

@@ -1,9 +1,25 @@
-# Stages 2-6 of the SWEET-RL recipe, shared by run_sweet_backend.sh and run_sweet_frontend.sh
-# (sourced by them; not a command of its own). Reads the variables those scripts set:
+# What run_sweet_backend.sh and run_sweet_frontend.sh share (sourced by them; not a command of
+# its own): the recipe's file layout and stages 2-6. The stages read the variables those
+# scripts set:
 # LAUNCH AGENT_MODEL CRITIC_PAIRS CRITIC OFFLINE SAMPLED RANKED AGENT_PAIRS AGENT NUM_SAMPLES
 # DATA_FRACTION BACKEND EXTRA_TRAIN_ARGS EXTRA_SIM_ARGS CRITIC_ARGS RANK_ARGS.
 #
+#   sweet_rl_paths                            # after OUTPUT_DIR and CHECKPOINT_DIR are set
 #   sweet_rl_stages CRITIC_CONFIG AGENT_CONFIG
+
+# The recipe's files under OUTPUT_DIR and CHECKPOINT_DIR; OFFLINE may be given beforehand.
+sweet_rl_paths() {
+  mkdir -p "$OUTPUT_DIR" "$CHECKPOINT_DIR"
+  OFFLINE=${OFFLINE:-$OUTPUT_DIR/offline.jsonl}
+  CRITIC_PAIRS=$OUTPUT_DIR/critic_pairs.jsonl
+  CRITIC=$CHECKPOINT_DIR/critic
+  SAMPLED=$OUTPUT_DIR/sampled.jsonl
+  RANKED=$OUTPUT_DIR/ranked.jsonl
+  AGENT_PAIRS=$OUTPUT_DIR/agent_pairs.jsonl
+  AGENT=$CHECKPOINT_DIR/agent
+  EVALUATION=$OUTPUT_DIR/evaluation.jsonl
+}
+
 sweet_rl_stages() {
   local critic_config=$1 agent_config=$2
 
