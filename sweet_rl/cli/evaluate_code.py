@@ -16,23 +16,6 @@ RULES = ("benchmark", "strict")
 RULES_KEY = "grader_rules"  # extra key recording which rules produced ``reward``
 
 
-def _check_layout(path: str, trajectories, k: int) -> None:
-    """Row ``i + j * num_tasks`` must be the same task for every rollout j."""
-    from sweet_rl.records import RecordError
-
-    if k < 1:
-        raise ValueError(f"--k must be at least 1, got {k}")
-    if len(trajectories) % k:
-        raise RecordError(f"has {len(trajectories)} trajectories, not a multiple of --k {k}", path=path)
-    num_tasks = len(trajectories) // k
-    for row in range(num_tasks, len(trajectories)):
-        first = trajectories[row % num_tasks].task.problem_description
-        if trajectories[row].task.problem_description != first:
-            raise RecordError(f"field 'task.problem_description' differs from row {row % num_tasks + 1}"
-                              f" (rows i + j*num_tasks must hold the same task; is --k {k} right?)",
-                              path=path, line=row + 1)
-
-
 def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
          ground_truth_preference_path: Optional[str] = None, grader: str = "benchmark",
          timeout: float = 1.0, memory_mb: int = 2048, workers: Optional[int] = None,
@@ -55,7 +38,8 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
     """
     arguments = dict(locals())
     from sweet_rl.evaluation.code_grader import Grader
-    from sweet_rl.evaluation.preferences import best_of_k, pair_texts, success_pairs
+    from sweet_rl.evaluation.preferences import (best_of_k, check_rollout_layout, pair_texts,
+                                                 success_pairs)
     from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar
     from sweet_rl.records import RecordError, Trajectory
 
@@ -68,7 +52,7 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
         if traj.task.test_cases is None:
             raise RecordError("missing (backend tasks need test cases)",
                               field="task.test_cases", path=saved_path, line=index + 1)
-    _check_layout(saved_path, trajectories, int(k))
+    check_rollout_layout(saved_path, trajectories, int(k))
 
     todo = [i for i, t in enumerate(trajectories)
             if reevaluate or t.reward is None or t.extra.get(RULES_KEY, "benchmark") != grader]

@@ -138,11 +138,11 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
         assets_dir: the Tailwind asset cache (default $SWEET_RL_ASSETS or ~/.cache/sweet_rl/assets).
     """
     arguments = dict(locals())
-    from sweet_rl.cli.evaluate_code import _check_layout
     from sweet_rl.evaluation.clip_similarity import CROPS, NO_WEIGHTS, load_clip, settings_tag
     from sweet_rl.evaluation.page_pictures import (answer_picture, drop_unreadable, reference_picture,
                                                    render_pending)
-    from sweet_rl.evaluation.preferences import best_of_k, pair_texts, threshold_pairs, win_rate
+    from sweet_rl.evaluation.preferences import (best_of_k, check_rollout_layout, pair_texts,
+                                                 threshold_pairs, win_rate)
     from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar
     from sweet_rl.records import Trajectory
     from sweet_rl.screenshots import default_screenshot_dir, to_stored
@@ -154,7 +154,7 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
         raise ValueError("--threshold must be >= 0 and --batch_size >= 1")
     trajectories: List[Trajectory] = read_jsonl(saved_path, Trajectory.from_dict)
     _validate(saved_path, trajectories, bool(preference_path or ground_truth_preference_path))
-    _check_layout(saved_path, trajectories, k)
+    check_rollout_layout(saved_path, trajectories, k)
     num_tasks = len(trajectories) // k
     pretrained = None if str(clip_pretrained).lower() in NO_WEIGHTS else str(clip_pretrained)
     settings = settings_tag(clip_model, pretrained, crop, int(seed))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
-from sweet_rl.records import Trajectory
+from sweet_rl.records import RecordError, Trajectory
 
 GROUND_TRUTH_PREFIX = "In light that the final answer is: {ground_truth}."
 # Rewards are floats: 0.3 - 0.2 is 0.0999...98. A difference this close to the threshold counts
@@ -28,6 +28,21 @@ def rollout_matrix(rewards: Sequence[float], k: int) -> List[List[float]]:
         raise ValueError(f"{len(rewards)} trajectories cannot be split into k={k} rollouts per task")
     num_tasks = len(rewards) // k
     return [[rewards[i + j * num_tasks] for j in range(k)] for i in range(num_tasks)]
+
+
+def check_rollout_layout(path: str, trajectories: Sequence[Trajectory], k: int) -> None:
+    """Row ``i + j * num_tasks`` must be the same task for every rollout j."""
+    if k < 1:
+        raise ValueError(f"--k must be at least 1, got {k}")
+    if len(trajectories) % k:
+        raise RecordError(f"has {len(trajectories)} trajectories, not a multiple of --k {k}", path=path)
+    num_tasks = len(trajectories) // k
+    for row in range(num_tasks, len(trajectories)):
+        first = trajectories[row % num_tasks].task.problem_description
+        if trajectories[row].task.problem_description != first:
+            raise RecordError(f"field 'task.problem_description' differs from row {row % num_tasks + 1}"
+                              f" (rows i + j*num_tasks must hold the same task; is --k {k} right?)",
+                              path=path, line=row + 1)
 
 
 def best_of_k(rewards: Sequence[float], k: int) -> List[float]:
