@@ -27,6 +27,22 @@ WORKER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
               "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
+def library_folders() -> List[str]:
+    """This interpreter's site-packages folders, for answers that import third-party packages.
+
+    The worker starts with ``python -S``: ``site`` would run every ``.pth`` file of the
+    installation, and those import whatever their packages like (an editable install's finder
+    pulls in pathlib, zipfile, tempfile, random and threading). All of that would sit in the
+    worker's memory, and an answer's fork costs in proportion to that memory; ``threading``
+    and ``random`` even run Python code in every forked child. Measured here: a bare fork of
+    a plain interpreter took 0.47 ms without ``site`` and 1.09 ms with it. The folders are put
+    on the worker's ``sys.path`` as they are, without their ``.pth`` files.
+    """
+    import site
+
+    return [folder for folder in site.getsitepackages() if os.path.isdir(folder)]
+
+
 class SandboxError(RuntimeError):
     pass
 
@@ -47,17 +63,20 @@ class SandboxWorker:
         self.scratch = tempfile.mkdtemp(prefix=f"sweet_rl_sandbox{self.slot}_", dir=self.scratch_root)
         os.chmod(self.scratch, 0o700)
         env = dict(WORKER_ENV, HOME=self.scratch, TMPDIR=self.scratch)
+        command = [sys.executable, "-S", WORKER_PATH, "--slot", str(self.slot), "--scratch", self.scratch]
+        for folder in library_folders():
+            command += ["--library", folder]
         self.process = subprocess.Popen(
             # not -I: it would ignore PYTHONHASHSEED, and every worker must iterate sets in the
             # same order (a reference and its answer run in different workers); the
-            # environment is ours entirely, and -s keeps the user's site folder out
-            [sys.executable, "-s", WORKER_PATH, "--slot", str(self.slot), "--scratch", self.scratch],
+            # environment is ours entirely. -S: no site module, see library_folders
+            command,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
             cwd=self.scratch, start_new_session=True, text=True, bufsize=1)
         hello = self.process.stdout.readline()
         if not hello:
             self.close()
-            raise SandboxError(f"the sandbox worker did not start ({sys.executable} -s {WORKER_PATH})")
+            raise SandboxError(f"the sandbox worker did not start ({' '.join(command)})")
         self.isolation = json.loads(hello)["isolation"]
 
     def run(self, code: str, tests: List[str], rules: str, timeout: float,

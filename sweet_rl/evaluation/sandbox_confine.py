@@ -26,7 +26,7 @@ import os
 import resource
 import sys
 import sysconfig
-from typing import Dict, Iterable, List, Optional
+from collections.abc import Iterable
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -76,8 +76,9 @@ def _fs_rights(abi: int) -> int:
     return rights
 
 
-def readable_roots() -> List[str]:
-    """Folders sandboxed code may read: the Python installation and the system libraries.
+def readable_roots(extra: Iterable[str] = ()) -> list[str]:
+    """Folders sandboxed code may read: the Python installation, the system libraries and
+    ``extra`` (the grading interpreter's site-packages folders, which the worker is given).
 
     Deliberately not every ``sys.path`` entry: an editable install puts the project folder
     there, and its outputs hold reference solutions.
@@ -87,6 +88,7 @@ def readable_roots() -> List[str]:
              "/dev/null", "/dev/urandom"}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         names.add(sysconfig.get_paths().get(key, ""))
+    names.update(extra)
     return sorted(n for n in names if n and os.path.exists(n))
 
 
@@ -154,7 +156,7 @@ def enter_private_network() -> bool:
 
 def limit_resources(memory_mb: int, cpu_seconds: int, file_mb: int = 64) -> None:
     """Bounds for the calling process. RLIMIT_NPROC 0: no fork, no thread."""
-    limits: Dict[int, int] = {
+    limits = {
         resource.RLIMIT_AS: memory_mb * 1024 * 1024,
         resource.RLIMIT_CPU: max(1, cpu_seconds),
         resource.RLIMIT_FSIZE: file_mb * 1024 * 1024,
@@ -220,7 +222,7 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def seccomp_program(machine: str) -> Optional[List[tuple]]:
+def seccomp_program(machine: str) -> list[tuple] | None:
     """The BPF program as ``(code, jt, jf, k)`` rows, or None for an unknown machine.
 
     Layout: check the arch (a foreign ABI, e.g. i386 calls on x86-64, kills), load the
@@ -249,7 +251,7 @@ class SeccompFilter:
     """The filter, built once (in the worker); :meth:`install` applies it to the calling
     process (each child) with two prctl calls."""
 
-    def __init__(self, machine: Optional[str] = None):
+    def __init__(self, machine: str | None = None):
         rows = seccomp_program(machine or os.uname().machine)
         self.available = rows is not None
         if rows:
@@ -271,7 +273,7 @@ def die_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
 
-def become(uid: Optional[int]) -> bool:
+def become(uid: int | None) -> bool:
     """As root: switch to a dedicated uid/gid when one is given, else drop capabilities."""
     if os.geteuid() != 0:
         return False

@@ -31,28 +31,31 @@ from __future__ import annotations
 import builtins
 import json
 import sys
-from typing import Any
 
 MAX_DEPTH = 64
 MAX_NODES = 200_000
 _SMALL_INT = 2 ** 53  # larger ints travel as hex text (str(int) is capped at 4300 digits)
 
 
+# one compact encoder for every value: json.dumps with separators would build a new one each call
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 class TooLarge(Exception):
     pass
 
 
-def encode(value: Any) -> str:
+def encode(value: object) -> str:
     """JSON text for ``value`` (runs in the sandboxed child)."""
     budget = [MAX_NODES]
     try:
         tree = _encode(value, 0, budget)
     except (TooLarge, RecursionError, MemoryError):
         tree = {"o": "<too large>"}
-    return json.dumps(tree, separators=(",", ":"))
+    return _COMPACT.encode(tree)
 
 
-def _encode(value: Any, depth: int, budget: list) -> Any:
+def _encode(value: object, depth: int, budget: list) -> object:
     budget[0] -= 1
     if budget[0] < 0 or depth > MAX_DEPTH:
         raise TooLarge()
@@ -102,7 +105,7 @@ def _importable_name(cls: type) -> str:
     return f"{module_name}.{qualname}" if target is cls else ""
 
 
-def _encode_library_value(value: Any, depth: int, budget: list) -> Any:
+def _encode_library_value(value: object, depth: int, budget: list) -> object:
     module = type(value).__module__
     name = type(value).__name__
     if module == "datetime" and name in ("datetime", "date", "time"):
@@ -145,7 +148,7 @@ class DecodeError(ValueError):
     pass
 
 
-def decode(text: str) -> Any:
+def decode(text: str) -> object:
     """Builtin Python value from :func:`encode`'s JSON (runs in the grading process)."""
     try:
         return _decode(json.loads(text), 0)
@@ -153,7 +156,7 @@ def decode(text: str) -> Any:
         raise DecodeError(f"malformed sandbox value: {error}") from None
 
 
-def _decode(tree: Any, depth: int) -> Any:
+def _decode(tree: object, depth: int) -> object:
     if depth > MAX_DEPTH + 1:
         raise DecodeError("too deep")
     if tree is None or isinstance(tree, (bool, int)):
@@ -213,33 +216,33 @@ class TypeName:
         return f"<class {self.name}>"
 
 
-def _decode_datetime(tree: dict, depth: int) -> Any:
+def _decode_datetime(tree: dict, depth: int) -> object:
     import datetime
 
     kind = {"datetime": datetime.datetime, "date": datetime.date, "time": datetime.time}[tree["dt"]]
     return kind.fromisoformat(str(tree["iso"]))
 
 
-def _decode_timedelta(tree: dict, depth: int) -> Any:
+def _decode_timedelta(tree: dict, depth: int) -> object:
     import datetime
 
     days, seconds, micro = (int(v) for v in tree["td"])
     return datetime.timedelta(days=days, seconds=seconds, microseconds=micro)
 
 
-def _decode_decimal(tree: dict, depth: int) -> Any:
+def _decode_decimal(tree: dict, depth: int) -> object:
     import decimal
 
     return decimal.Decimal(str(tree["dec"]))
 
 
-def _decode_fraction(tree: dict, depth: int) -> Any:
+def _decode_fraction(tree: dict, depth: int) -> object:
     import fractions
 
     return fractions.Fraction(int(tree["fr"][0]), int(tree["fr"][1]))
 
 
-def _decode_deque(tree: dict, depth: int) -> Any:
+def _decode_deque(tree: dict, depth: int) -> object:
     import collections
 
     maxlen = tree.get("maxlen")
@@ -254,7 +257,7 @@ _LIBRARY_DECODERS = {
 }
 
 
-def outputs_match(reference: Any, answer: Any) -> bool:
+def outputs_match(reference: object, answer: object) -> bool:
     """The benchmark's pass rule on decoded values: equal, and the reference is not None."""
     if reference is None:
         return False
