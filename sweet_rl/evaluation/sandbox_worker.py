@@ -1,8 +1,9 @@
 """Sandbox worker: runs untrusted Python against test expressions in forked, confined children.
 
-Started by :mod:`sweet_rl.evaluation.sandbox` as ``python -s sandbox_worker.py --slot N
---scratch DIR`` with a scrubbed environment (stdlib only; it loads its two sibling modules by
-path). At start it confines *itself* — private network, Landlock, no privileges — then
+Started by :mod:`sweet_rl.evaluation.sandbox` as ``python -S sandbox_worker.py --slot N
+--scratch DIR [--library DIR ...]`` with a scrubbed environment (stdlib only; it loads its
+sibling modules by path; what a child runs is in :mod:`sandbox_child`). At start it confines
+*itself* — private network, Landlock, no privileges — then
 answers one JSON job per line on stdin with one JSON reply per line on stdout::
 
     job:   {"code": str, "tests": [expr, ...], "rules": "benchmark"|"strict",
@@ -14,7 +15,9 @@ seccomp filter against new processes, signals and sockets) and runs the tests in
 answer's child serves that one job and is thrown away, so nothing it changes can reach
 another answer; with ``reuse`` (reference solutions, which are trusted to be correct though
 not to be fast) a healthy child is kept for the next job. Forking from this small warm
-process costs about a millisecond, far less than starting Python.
+process costs about a millisecond, far less than starting Python; what makes a fork cheap
+is a small worker (no ``site``, few imports) whose lazily built state (the AST types of
+``compile``) exists before the fork, so children do not each build and copy it.
 
 Two ways to run a job, because waking the worker once per test costs as much as the test:
 
@@ -30,10 +33,8 @@ Two ways to run a job, because waking the worker once per test costs as much as 
   the earlier ones again gives the same results.
 """
 
-import builtins
 import gc
 import json
-import operator
 import os
 import select
 import signal
@@ -43,125 +44,18 @@ import time
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 import sandbox_confine as confine  # noqa: E402
+from sandbox_child import JOB_FD, READY, RESULT_FD, child_main, result_line, write_all  # noqa: E402
 from sandbox_values import encode  # noqa: E402
 
 # sandboxed code imports from the Python installation only, not from this package's folder
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
-RESULT_FD, JOB_FD = 3, 4
-PRISTINE_BUILTINS = dict(builtins.__dict__)
 REUSED_CPU_SECONDS = 3600  # a reused child is bounded per test by the clock, this is a backstop
 MAX_JOBS_PER_CHILD = 500  # a reused child is replaced after this many jobs
 MAX_REPLY_BYTES = 32 * 1024 * 1024  # a child that writes more than this is treated as crashed
 SETUP_LIMIT = 10.0  # seconds a child may take to confine itself before its first test
-READY = b"ready\n"  # a child's first line: from here on the clock of its first test runs
 FAST_GRACE = 0.5  # seconds on top of the tests' own bounds before a fast run is given up
 FAST_SETUP = 2.0  # seconds a fresh child of a fast run may take to confine itself
-
-
-class _TestTimeout(BaseException):
-    """Raised in the child by its interval timer when a test overruns (fast runs)."""
-
-
-def _on_alarm(signum, frame):
-    raise _TestTimeout()
-
-
-def _write_all(fd, data):
-    while data:
-        data = data[os.write(fd, data):]
-
-
-def _restore(pristine):
-    """Put the builtins back as ``pristine`` (a copy) holds them. Checked by identity first,
-    in C (``map``/``operator.is_``): rebuilding the dict on every test costs more than the
-    test itself for most answers."""
-    namespace = builtins.__dict__
-    if (len(namespace) == len(pristine) and all(map(operator.is_, namespace.values(), pristine.values()))
-            and all(map(operator.is_, namespace, pristine))):
-        return
-    namespace.clear()
-    namespace.update(pristine)
-
-
-_quote = json.encoder.encode_basestring_ascii  # a JSON string literal, as json.dumps writes it
-
-
-def _result_line(index, status, detail):
-    """``[index, status, detail]`` as one JSON line, without building an encoder per test."""
-    return f'[{int(index)}, {_quote(status)}, {_quote(str(detail))}]\n'
-
-
-def _run_tests(code, tests, start, rules, timeout=None):
-    """In the confined child: one result line per test, from ``start`` on.
-
-    With ``timeout`` (fast runs) each test is bounded by an interval timer and all lines are
-    written together at the end; without it each line is written as soon as it is known and
-    the worker keeps the time. The builtins are put back after every test, so an answer that
-    monkeypatches them (``len``, ``int``, ``__import__`` …) changes only its own test, never
-    how its output is encoded.
-    """
-    pristine_builtins = PRISTINE_BUILTINS
-    try:
-        compiled = compile(code, "<answer>", "exec")
-    except BaseException as error:  # a syntax error fails every test, as exec would
-        compiled, failure = None, type(error).__name__
-    batch = []
-    for index in range(start, len(tests)):
-        if compiled is None:
-            line = [index, "error", failure]
-        else:
-            try:
-                if timeout:
-                    signal.setitimer(signal.ITIMER_REAL, timeout)
-                if rules == "benchmark":
-                    # the published rules: separate globals and locals, so top-level helpers
-                    # and imports are not visible from inside the answer's function
-                    scope_globals, scope_locals = {}, {}
-                    exec(compiled, scope_globals, scope_locals)
-                    value = eval(tests[index], scope_globals, scope_locals)
-                else:
-                    module = {"__name__": "__sandboxed__", "__builtins__": __builtins__}
-                    exec(compiled, module)
-                    value = eval(tests[index], module)
-                if timeout:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-                _restore(pristine_builtins)
-                line = [index, "ok", encode(value)]
-            except _TestTimeout:
-                _restore(pristine_builtins)
-                line = [index, "timeout", f"over {timeout} s"]
-            except BaseException as error:
-                if timeout:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-                _restore(pristine_builtins)
-                line = [index, "error", type(error).__name__]
-        if timeout:
-            batch.append(_result_line(*line))
-        else:
-            _write_all(RESULT_FD, _result_line(*line).encode())
-    if batch:
-        _write_all(RESULT_FD, "".join(batch).encode())
-
-
-def _run_job(job):
-    _run_tests(job["code"], job["tests"], job["start"], job["rules"],
-               job["timeout"] if job.get("fast") else None)
-
-
-def _child_main(job_fd, job=None):
-    """In the confined child: run ``job`` (inherited through the fork) and return, or, for a
-    reusable child, each job read from ``job_fd`` until it closes."""
-    signal.signal(signal.SIGALRM, _on_alarm)
-    if job is not None:
-        if not job.get("fast"):  # careful runs time each test from here on
-            _write_all(RESULT_FD, READY)
-        _run_job(job)
-        return
-    stream = os.fdopen(job_fd, "r", encoding="utf-8")
-    _write_all(RESULT_FD, READY)
-    for line in stream:
-        _run_job(json.loads(line))
 
 
 class _Child:
@@ -230,7 +124,7 @@ class Worker:
             if job_read is not None:
                 os.dup2(job_read, JOB_FD)
             os.closerange(RESULT_FD + 1 if task else JOB_FD + 1, 1 << 16)
-            _child_main(JOB_FD, task)
+            child_main(JOB_FD, task)
         finally:
             os._exit(0)
 
@@ -250,7 +144,7 @@ class Worker:
                 child = self._fork(job, None if reuse else task)
             self.reusable = None
             if reuse:
-                _write_all(child.job_fd, (json.dumps(task) + "\n").encode())
+                write_all(child.job_fd, (json.dumps(task) + "\n").encode())
             child.jobs += 1
             reached, healthy = self._collect(child, job, index, results, fast)
             if healthy and reuse and child.jobs < MAX_JOBS_PER_CHILD:
@@ -380,7 +274,7 @@ def _warm_up():
     child's cost), and the first encoding builds the encoder's caches."""
     scope = {}
     exec(compile("value = [1, 'a', None]", "<warm-up>", "exec"), scope, scope)
-    json.dumps([0, "ok", encode(eval("value", scope, scope))])
+    result_line(0, "ok", encode(eval("value", scope, scope)))
 
 
 def _arguments(argv):

@@ -1,0 +1,70 @@
+"""The child side of the sandbox, in-process: builtins guard, dict version probe, result lines.
+
+``sandbox_child`` is loaded the way the worker loads it (by path, as a top-level module).
+The guard's real use, inside forked children, is covered by the adversarial test file.
+"""
+
+import builtins
+import importlib
+import json
+import os
+import sys
+
+import pytest
+
+EVALUATION = os.path.join(os.path.dirname(__file__), "..", "..", "sweet_rl", "evaluation")
+
+
+@pytest.fixture(scope="module")
+def child():
+    sys.path.insert(0, os.path.abspath(EVALUATION))
+    try:
+        yield importlib.import_module("sandbox_child")
+    finally:
+        sys.path.pop(0)
+
+
+def test_dict_version_moves_on_every_change_and_only_then(child):
+    version = child.dict_version_reader()
+    assert version is not None, "CPython dicts carry a version tag (PEP 509)"
+    mapping = {"a": 1}
+    first = version(mapping)
+    _ = mapping["a"], list(mapping.items()), len(mapping)
+    assert version(mapping) == first
+    mapping["a"] = 2
+    second = version(mapping)
+    mapping["b"] = 3
+    third = version(mapping)
+    del mapping["b"]
+    assert len({first, second, third, version(mapping)}) == 4
+
+
+@pytest.mark.parametrize("use_version", [True, False], ids=["version-tag", "value-by-value"])
+def test_guard_puts_monkeypatched_builtins_back(child, use_version):
+    guard = child.BuiltinsGuard()
+    if not use_version:
+        guard._version_of = None
+    original_len = builtins.len
+    assert guard.unchanged()
+    try:
+        builtins.len = lambda value: 42
+        builtins.sweet_rl_extra = "added"
+        assert not guard.unchanged()
+        guard.restore()
+        assert builtins.len is original_len
+        assert not hasattr(builtins, "sweet_rl_extra")
+        assert guard.unchanged()
+        del builtins.print  # a removal is a change too
+        assert not guard.unchanged()
+        guard.restore()
+        assert callable(builtins.print) and guard.unchanged()
+    finally:
+        builtins.len = original_len
+        builtins.__dict__.pop("sweet_rl_extra", None)
+
+
+def test_result_lines_are_json_with_awkward_details(child):
+    for detail in ['{"s":"a\\"b"}', "über\nline", "over 0.2 s"]:
+        line = child.result_line(3, "ok", detail)
+        assert line.endswith("\n") and line.count("\n") == 1
+        assert json.loads(line) == [3, "ok", detail]
