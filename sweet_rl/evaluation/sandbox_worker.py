@@ -44,8 +44,7 @@ import time
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 import sandbox_confine as confine  # noqa: E402
-from sandbox_child import JOB_FD, READY, RESULT_FD, child_main, result_line, write_all  # noqa: E402
-from sandbox_values import encode  # noqa: E402
+from sandbox_child import JOB_FD, READY, RESULT_FD, child_main, warm_up, write_all  # noqa: E402
 
 # sandboxed code imports from the Python installation only, not from this package's folder
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
@@ -268,15 +267,6 @@ class Worker:
             return None
 
 
-def _warm_up():
-    """Do once here what CPython otherwise sets up lazily in every child: the first
-    ``compile`` of a process builds all the AST node types (about 1.3 ms, most of a bare
-    child's cost), and the first encoding builds the encoder's caches."""
-    scope = {}
-    exec(compile("value = [1, 'a', None]", "<warm-up>", "exec"), scope, scope)
-    result_line(0, "ok", encode(eval("value", scope, scope)))
-
-
 def _arguments(argv):
     """``--slot N --scratch DIR [--library DIR ...]`` (no argparse: see the module docstring)."""
     pairs = list(zip(argv[0::2], argv[1::2]))
@@ -293,7 +283,7 @@ def main():
     # grading interpreter's site-packages folders, which come as arguments
     sys.path.extend(libraries)
     worker = Worker(slot, scratch, libraries)
-    _warm_up()
+    warm_up(worker.devnull)
     # Children write to every object they touch (reference counts), and each first write to a
     # page inherited from the worker copies it; keeping the garbage collector off the worker's
     # own objects spares the children from touching all of them.

@@ -25,6 +25,16 @@ def test_round_trip_keeps_value_and_type(value):
     assert back == value and type(back) is type(value)
 
 
+@pytest.mark.parametrize("value", [None, 0, -7, 2 ** 53 - 1, -(2 ** 53) + 1, 2 ** 53, "", "a\"b\\",
+                                   "über\n", "\ud800"])
+def test_shortcut_for_common_values_writes_what_the_general_path_writes(value):
+    from sweet_rl.evaluation import sandbox_values
+
+    general = sandbox_values._COMPACT.encode(sandbox_values._encode(value, 0, [MAX_NODES]))
+    assert encode(value) == general
+    assert decode(encode(value)) == value
+
+
 def test_subclasses_of_builtins_travel_as_their_base_value():
     ordered = collections.OrderedDict([("b", 1), ("a", 2)])
     assert decode(encode(ordered)) == {"a": 2, "b": 1}
