@@ -13,24 +13,11 @@ DATA_PATH=${DATA_PATH:-hf://facebook/collaborative_agent_bench/colbench_code_off
 TEST_TASKS=${TEST_TASKS:-hf://facebook/collaborative_agent_bench/backend_tasks/test.jsonl}
 OUTPUT_DIR=${OUTPUT_DIR:-outputs/sweet_backend}
 CHECKPOINT_DIR=${CHECKPOINT_DIR:-checkpoints/sweet_backend}
-AGENT_MODEL=${AGENT_MODEL:-meta-llama/Llama-3.1-8B-Instruct}
-SIM_HOST=${SIM_HOST:-localhost}
-SIM_PORT=${SIM_PORT:-8000}
 SIM_MODEL=${SIM_MODEL:-meta-llama/Llama-3.1-70B-Instruct}
-NUM_GPUS=${NUM_GPUS:-8}
-BACKEND=${BACKEND:-vllm}               # agent inference backend: vllm on GPUs, hf on the CPU
-K=${K:-3}                              # rollouts per task in the offline data
-NUM_SAMPLES=${NUM_SAMPLES:-16}         # candidates per turn
-DATA_FRACTION=${DATA_FRACTION:-0.1}    # share of the offline trajectories sampled (the paper: 10%)
 NUM_TEST_TASKS=${NUM_TEST_TASKS:-1000}
-LAUNCH=${LAUNCH:-"deepspeed --num_gpus $NUM_GPUS"}
-EXTRA_TRAIN_ARGS=${EXTRA_TRAIN_ARGS:-}  # e.g. "--learning_rate 1e-4 --max_epochs 1" for the CPU demo
-EXTRA_SIM_ARGS=${EXTRA_SIM_ARGS:-}      # e.g. "--max_new_tokens 64" for the CPU demo
-CRITIC_ARGS=${CRITIC_ARGS:-}            # ablation "sum instead of mean": "--mean_log_prob False"
-RANK_ARGS=${RANK_ARGS:-}                # ablations: "--no_use_ground_truth"; "--use_sum"
-SIM_FLAGS=${SIM_FLAGS:-"--hostname $SIM_HOST --port $SIM_PORT --env_model $SIM_MODEL"}
 
 source scripts/sweet_stages.sh
+sweet_rl_defaults  # the knobs both recipes share (GPUs, backend, K, samples, extra args…)
 sweet_rl_paths
 
 echo "== 0. offline data -> $OFFLINE"

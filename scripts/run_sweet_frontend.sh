@@ -18,27 +18,13 @@ TRAIN_TASKS=${TRAIN_TASKS:-data/frontend_tasks/train.jsonl}
 TEST_TASKS=${TEST_TASKS:-data/frontend_tasks/test.jsonl}
 OUTPUT_DIR=${OUTPUT_DIR:-outputs/sweet_frontend}
 CHECKPOINT_DIR=${CHECKPOINT_DIR:-checkpoints/sweet_frontend}
-AGENT_MODEL=${AGENT_MODEL:-meta-llama/Llama-3.1-8B-Instruct}
-SIM_HOST=${SIM_HOST:-localhost}
-SIM_PORT=${SIM_PORT:-8000}
 SIM_MODEL=${SIM_MODEL:-Qwen/Qwen2-VL-72B-Instruct}
-NUM_GPUS=${NUM_GPUS:-8}
-BACKEND=${BACKEND:-vllm}               # agent inference backend: vllm on GPUs, hf on the CPU
-K=${K:-3}                              # rollouts per task in the offline data
 NUM_TRAIN_TASKS=${NUM_TRAIN_TASKS:-10000}
-NUM_SAMPLES=${NUM_SAMPLES:-16}         # candidates per turn
-DATA_FRACTION=${DATA_FRACTION:-0.1}    # share of the offline trajectories sampled (the paper: 10%)
 NUM_TEST_TASKS=${NUM_TEST_TASKS:-500}
-LAUNCH=${LAUNCH:-"deepspeed --num_gpus $NUM_GPUS"}
 REFERENCE_RUN=${REFERENCE_RUN:-}       # an evaluated run on the same test tasks (e.g. GPT-4o's): win rate
 CLIP_ARGS=${CLIP_ARGS:-}               # e.g. "--clip_pretrained none" offline (random CLIP: demo only)
-EXTRA_TRAIN_ARGS=${EXTRA_TRAIN_ARGS:-}  # e.g. "--learning_rate 1e-4 --max_epochs 1" for the CPU demo
-EXTRA_SIM_ARGS=${EXTRA_SIM_ARGS:-}      # e.g. "--max_new_tokens 64" for the CPU demo
-CRITIC_ARGS=${CRITIC_ARGS:-}            # ablation "sum instead of mean": "--mean_log_prob False"
-RANK_ARGS=${RANK_ARGS:-}                # ablations: "--no_use_ground_truth"; "--use_sum"
-SIM_FLAGS=${SIM_FLAGS:-"--hostname $SIM_HOST --port $SIM_PORT --env_model $SIM_MODEL"}
-
 source scripts/sweet_stages.sh
+sweet_rl_defaults  # the knobs both recipes share (GPUs, backend, K, samples, extra args…)
 sweet_rl_paths
 
 echo "== 0. offline dialogues, $K per training task -> $OFFLINE"

@@ -4,8 +4,27 @@
 # LAUNCH AGENT_MODEL CRITIC_PAIRS CRITIC OFFLINE SAMPLED RANKED AGENT_PAIRS AGENT NUM_SAMPLES
 # DATA_FRACTION BACKEND EXTRA_TRAIN_ARGS EXTRA_SIM_ARGS CRITIC_ARGS RANK_ARGS.
 #
+#   sweet_rl_defaults                         # after the recipe's own SIM_MODEL is set
 #   sweet_rl_paths                            # after OUTPUT_DIR and CHECKPOINT_DIR are set
 #   sweet_rl_stages CRITIC_CONFIG AGENT_CONFIG
+
+# Defaults of the knobs both recipes share; each can be set in the environment.
+sweet_rl_defaults() {
+  AGENT_MODEL=${AGENT_MODEL:-meta-llama/Llama-3.1-8B-Instruct}
+  SIM_HOST=${SIM_HOST:-localhost}
+  SIM_PORT=${SIM_PORT:-8000}
+  NUM_GPUS=${NUM_GPUS:-8}
+  BACKEND=${BACKEND:-vllm}               # agent inference backend: vllm on GPUs, hf on the CPU
+  K=${K:-3}                              # rollouts per task in the offline data
+  NUM_SAMPLES=${NUM_SAMPLES:-16}         # candidates per turn
+  DATA_FRACTION=${DATA_FRACTION:-0.1}    # share of the offline trajectories sampled (the paper: 10%)
+  LAUNCH=${LAUNCH:-"deepspeed --num_gpus $NUM_GPUS"}
+  EXTRA_TRAIN_ARGS=${EXTRA_TRAIN_ARGS:-}  # e.g. "--learning_rate 1e-4 --max_epochs 1" for the CPU demo
+  EXTRA_SIM_ARGS=${EXTRA_SIM_ARGS:-}      # e.g. "--max_new_tokens 64" for the CPU demo
+  CRITIC_ARGS=${CRITIC_ARGS:-}            # ablation "sum instead of mean": "--mean_log_prob False"
+  RANK_ARGS=${RANK_ARGS:-}                # ablations: "--no_use_ground_truth"; "--use_sum"
+  SIM_FLAGS=${SIM_FLAGS:-"--hostname $SIM_HOST --port $SIM_PORT --env_model $SIM_MODEL"}
+}
 
 # The recipe's files under OUTPUT_DIR and CHECKPOINT_DIR; OFFLINE may be given beforehand.
 sweet_rl_paths() {

@@ -18,12 +18,10 @@ import os
 import signal
 import sys
 
-from sandbox_values import encode
+from sandbox_values import encode, json_string
 
 RESULT_FD, JOB_FD = 3, 4
 READY = b"ready\n"  # a careful child's first line: from here on the clock of its first test runs
-
-_quote = json.encoder.encode_basestring_ascii  # a JSON string literal, as json.dumps writes it
 
 
 class _TestTimeout(BaseException):
@@ -110,7 +108,7 @@ BUILTINS = BuiltinsGuard()
 
 def result_line(index, status, detail):
     """``[index, status, detail]`` as one JSON line, without building an encoder per test."""
-    return f'[{int(index)}, {_quote(status)}, {_quote(str(detail))}]\n'
+    return f'[{int(index)}, {json_string(status)}, {json_string(str(detail))}]\n'
 
 
 def _run_test(compiled, expression, rules):

@@ -39,7 +39,7 @@ _SMALL_INT = 2 ** 53  # larger ints travel as hex text (str(int) is capped at 43
 
 # one compact encoder for every value: json.dumps with separators would build a new one each call
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
-_quote = json.encoder.encode_basestring_ascii
+json_string = json.encoder.encode_basestring_ascii  # a JSON string literal, as json.dumps writes it
 
 
 class TooLarge(Exception):
@@ -53,7 +53,7 @@ def encode(value: object) -> str:
     if kind is int and -_SMALL_INT < value < _SMALL_INT:
         return int.__repr__(value)
     if kind is str:
-        return '{"s":' + _quote(value) + "}"
+        return '{"s":' + json_string(value) + "}"
     if value is None:
         return "null"
     budget = [MAX_NODES]
