@@ -5,9 +5,11 @@ and on a variant where every tenth answer loops forever. One run, both graders, 
     python benchmarks/bench_grader.py                       # ../shared/colbench/backend_test.jsonl
     python benchmarks/bench_grader.py --timeout 0.2 --workers 2
 
-The in-process grader is what the original does: ``exec``/``eval`` in the grading process,
-one task after another, a SIGALRM timer per test. It is only safe on trusted code and is
-here as the yardstick. Targets: at least 0.5x its speed on plain answers, faster on loops.
+The in-process grader is what the original does: the word list on the whole answer,
+``exec``/``eval`` in the grading process with a module's globals and a function's locals,
+one task after another, a SIGALRM timer per test, ``expected == got`` compared in place. It
+is only safe on trusted code and is here as the yardstick. Targets: at least 0.5x its speed
+on plain answers, faster on loops.
 """
 
 from __future__ import annotations
@@ -36,10 +38,15 @@ def _alarm(signum, frame):
     raise _TestTimeout()
 
 
+# the names the published grader's module gives the code it runs (see sandbox_child)
+_MODULE_GLOBALS = {"__name__": "sweet_rl.utils.code_utils", "signal": signal}
+
+
 def _run_in_process(code: str, expression: str, timeout: float):
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
-        scope_globals, scope_locals = {}, {}
+        scope_globals = dict(_MODULE_GLOBALS)
+        scope_locals = {"function_definition": code, "test_case": expression}
         exec(code, scope_globals, scope_locals)
         return eval(expression, scope_globals, scope_locals)
     finally:
@@ -48,7 +55,9 @@ def _run_in_process(code: str, expression: str, timeout: float):
 
 def grade_in_process(items, timeout: float):
     """The benchmark rules, unsandboxed: rewards per item. Runs in a throwaway folder, since
-    some reference solutions create files (sqlite databases) in the working folder."""
+    some reference solutions create files (sqlite databases) in the working folder, with
+    printing swallowed as the sandbox swallows it (some tests print: ``print(f(x)) == 10.0``)."""
+    import contextlib
     import tempfile
 
     previous = signal.signal(signal.SIGALRM, _alarm)
@@ -57,25 +66,29 @@ def grade_in_process(items, timeout: float):
     scratch = tempfile.TemporaryDirectory(prefix="bench_grader_")
     os.chdir(scratch.name)
     try:
-        for answer, reference, tests in items:
-            code = extract_code(answer)
-            if is_blocked(code):
-                rewards.append(0.0)
-                continue
-            passed = 0
-            for expression in tests.values():
-                try:
-                    expected = _run_in_process(reference, expression, 10 * timeout)
-                    got = _run_in_process(code, expression, timeout)
-                    passed += expected is not None and expected == got
-                except BaseException:  # noqa: B036 - a grader must survive SystemExit too
-                    pass
-            rewards.append(passed / len(tests))
+        with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+            for answer, reference, tests in items:
+                rewards.append(_grade_one_in_process(answer, reference, tests, timeout))
     finally:
         signal.signal(signal.SIGALRM, previous)
         os.chdir(here)
         scratch.cleanup()
     return rewards
+
+
+def _grade_one_in_process(answer, reference, tests, timeout: float) -> float:
+    if is_blocked(answer):
+        return 0.0
+    code = extract_code(answer)
+    passed = 0
+    for expression in tests.values():
+        try:
+            expected = _run_in_process(reference, expression, 10 * timeout)
+            got = _run_in_process(code, expression, timeout)
+            passed += bool(expected == got and expected is not None)
+        except BaseException:  # noqa: B036 - a grader must survive SystemExit too
+            pass
+    return passed / len(tests)
 
 
 def looping(reference: str) -> str:

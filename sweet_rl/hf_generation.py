@@ -3,12 +3,16 @@
 Prompts are chat-formatted with the tokenizer's own template, left-padded and generated in
 mini-batches; generation stops at the tokenizer's end-of-turn tokens (``<|eot_id|>`` for
 Llama-3). Sampling is reproducible: each mini-batch seeds torch from the rows' seeds.
+
+:meth:`HFGenerator.generate_with_stops` also tells, per row, which end-of-turn token the
+generation stopped on (``None`` when it ran out of ``max_new_tokens``): the decoded text never
+holds it, but the sample stage scores it as vLLM's per-token log-probs do.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 logger = logging.getLogger(__name__)
 
@@ -36,13 +40,34 @@ def format_chat(tokenizer, messages: Sequence[Dict[str, object]]) -> str:
 
 
 def stop_token_ids(tokenizer) -> List[int]:
-    """End-of-turn ids: the tokenizer's eos plus Llama-3's ``<|eot_id|>``/``<|end_of_text|>``."""
+    """End-of-turn ids: the tokenizer's eos plus Llama-3's ``<|eot_id|>``/``<|end_of_text|>``/
+    ``<|eom_id|>`` (the three ids of Llama-3.1-Instruct's generation config, which vLLM stops on)."""
     ids = {tokenizer.eos_token_id}
-    for token in ("<|eot_id|>", "<|end_of_text|>", "<|im_end|>"):
+    for token in ("<|eot_id|>", "<|end_of_text|>", "<|eom_id|>", "<|im_end|>"):
         token_id = tokenizer.convert_tokens_to_ids(token)
         if isinstance(token_id, int) and token_id != tokenizer.unk_token_id and token_id >= 0:
             ids.add(token_id)
     return sorted(i for i in ids if i is not None)
+
+
+class Generation(NamedTuple):
+    """One completion: its text (special tokens removed) and the end-of-turn id it stopped on."""
+
+    text: str
+    stop_id: Optional[int]
+
+
+def first_stop(row: Sequence[int], stop_ids: Sequence[int]) -> Optional[int]:
+    """The first end-of-turn id among a row's new tokens, or None (cut at max_new_tokens).
+
+    generate() pads a finished row after its stop token (with the pad id, often the eos), so
+    the first stop id is the one the row ended on; an unfinished row has none.
+    """
+    stops = set(stop_ids)
+    for token in row:
+        if int(token) in stops:
+            return int(token)
+    return None
 
 
 class HFGenerator:
@@ -86,11 +111,17 @@ class HFGenerator:
                  temperature: Optional[float] = None,
                  max_new_tokens: Optional[int] = None) -> List[str]:
         """Raw completions for already formatted prompts, in order."""
+        return [g.text for g in self.generate_with_stops(prompts, seeds, temperature, max_new_tokens)]
+
+    def generate_with_stops(self, prompts: List[str], seeds: Optional[List[int]] = None,
+                            temperature: Optional[float] = None,
+                            max_new_tokens: Optional[int] = None) -> List[Generation]:
+        """Like :meth:`generate`, with the end-of-turn id each completion stopped on."""
         import torch
 
         temperature = self.temperature if temperature is None else temperature
         max_new_tokens = self.max_new_tokens if max_new_tokens is None else max_new_tokens
-        outputs: List[str] = []
+        outputs: List[Generation] = []
         for start in range(0, len(prompts), self.batch_size):
             chunk = prompts[start:start + self.batch_size]
             if seeds is not None:
@@ -106,5 +137,7 @@ class HFGenerator:
             with torch.no_grad():
                 generated = self.model.generate(**batch, **kwargs)  # [B, prompt+new]
             new_tokens = generated[:, batch["input_ids"].shape[1]:]  # [B, new]
-            outputs.extend(self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
+            texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+            outputs.extend(Generation(text, first_stop(row, self.stop_ids))
+                           for text, row in zip(texts, new_tokens.tolist()))
         return outputs

@@ -181,9 +181,24 @@ class Trajectory(_Record):
         return [t for t in self.dialogue_history if t.role == "assistant"]
 
 
+def _pair_side(data: Dict[str, Any], key: str, prefix: str = "") -> str:
+    """One side of a pair: a string, or an ``{"input": str, "output": str}`` object -- the
+    layout of the original's frontend critic pairs (its evaluate_html.py) -- whose text is
+    ``input + output``."""
+    value = _require(data, key, (str, dict), prefix)
+    if isinstance(value, str):
+        return value
+    name = f"{prefix}{key}."
+    return _require(value, "input", str, name) + _require(value, "output", str, name)
+
+
 @dataclass
 class PreferencePair(_Record):
-    """A chosen/rejected pair (critic pairs, DPO pairs); ``prompt`` only in prompt-split files."""
+    """A chosen/rejected pair (critic pairs, DPO pairs); ``prompt`` only in prompt-split files.
+
+    Each side is read as text: a string, or an ``{"input", "output"}`` object (the original's
+    frontend critic pairs) joined as ``input + output``; ``to_dict`` writes the text.
+    """
 
     chosen: str
     rejected: str
@@ -196,8 +211,8 @@ class PreferencePair(_Record):
     def from_dict(cls, data: Any, prefix: str = "") -> "PreferencePair":
         if not isinstance(data, dict):
             raise RecordError(f"expected an object, got {type(data).__name__}")
-        return cls(chosen=_require(data, "chosen", str, prefix),
-                   rejected=_require(data, "rejected", str, prefix),
+        return cls(chosen=_pair_side(data, "chosen", prefix),
+                   rejected=_pair_side(data, "rejected", prefix),
                    prompt=_optional(data, "prompt", str, prefix),
                    extra=cls._extra(data))
 

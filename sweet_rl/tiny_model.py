@@ -38,9 +38,15 @@ CHAT_TEMPLATE = (
 
 
 def _training_text() -> Iterator[str]:
-    """Text the BPE learns from: our prompts and sample tasks (package data), plus code words."""
+    """Text the BPE learns from: a frozen copy of early prompt texts (``tiny_corpus/``), the
+    sample tasks (package data), plus code words.
+
+    The corpus is frozen on purpose: the tokenizer (and so every token count a test states)
+    must not change when a bundled prompt is edited, and a cached tiny model must never be
+    stale against the code that built it.
+    """
     here = os.path.dirname(os.path.abspath(__file__))
-    for path in sorted(glob.glob(os.path.join(here, "prompts", "*.txt"))):
+    for path in sorted(glob.glob(os.path.join(here, "tiny_corpus", "*.txt"))):
         with open(path, encoding="utf-8") as handle:
             yield handle.read()
     for path in sorted(glob.glob(os.path.join(here, "data", "*.jsonl"))):

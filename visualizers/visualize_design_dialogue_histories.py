@@ -3,6 +3,7 @@
 
     python visualizers/visualize_design_dialogue_histories.py outputs/html_eval.jsonl \
         outputs/html_eval.html [--max_dialogues 50] [--render_missing]
+    python visualizers/visualize_design_dialogue_histories.py outputs/html_eval.jsonl  # -> .html
 
 Per dialogue: the turns, each agent page shown as its screenshot inline, the final page beside
 the reference page, and the similarity (``reward``); a summary and the filter of the backend
@@ -15,7 +16,13 @@ Images are embedded as data URLs, so the page stands alone and loads nothing fro
 To keep a page of many dialogues loadable, each screenshot is cut to its top
 ``--max_image_height`` pixels and scaled to ``--image_width`` pixels wide (JPEG, with Pillow);
 ``--image_width 0 --max_image_height 0`` embeds the original PNGs. The agent's HTML is never
-inserted as markup: it appears only as escaped source in a folded ``<details>``.
+inserted as markup: it appears only as escaped source in a folded ``<details>``. A turn whose
+``content`` holds the whole page (the original's rows, and ours) shows the text with the page
+cut out (``[SEE RENDERED HTML]`` in its place), the screenshot under it and the source folded.
+Rows of the original code also load: ``answer`` is then the final screenshot's path, or
+``"No answer"`` when the agent never showed a page.
+
+The original served the dialogues with a gradio app; this writes one static page instead.
 """
 
 import importlib.util
@@ -26,11 +33,14 @@ from typing import Any, Dict, List, Optional
 if importlib.util.find_spec("sweet_rl") is None or importlib.util.find_spec("visualizers") is None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from sweet_rl.environments.html_snippet import split_page  # noqa: E402
+from sweet_rl.environments.protocol import NO_ANSWER  # noqa: E402
 from sweet_rl.io import write_bytes  # noqa: E402
 from sweet_rl.records import RecordError, Trajectory  # noqa: E402
 from sweet_rl.screenshots import default_screenshot_dir, resolve, screenshot_path  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
     Shot, esc, figure, filter_buttons, folded, image_data_url, nav_item, page_document, step_links,
+    viewer_paths,
 )
 
 EVALUATED, UNEVALUATED, NO_PAGE = "evaluated", "unevaluated", "nopage"
@@ -96,6 +106,16 @@ class Screenshots:
         return Shot(None, "no screenshot recorded")
 
 
+def turn_page(turn):
+    """(text to show, page HTML or None) of a turn. The page is the turn's ``html`` key, else
+    the page its ``content`` holds (an agent turn keeps the whole page there); either way the
+    page is cut out of the text, the placeholder standing in its place."""
+    if turn.role != "assistant":
+        return turn.content, turn.extra.get("html")
+    text, in_content = split_page(turn.content)
+    return text, turn.extra.get("html") or in_content
+
+
 def final_page(traj: Trajectory):
     """(html, stored screenshot) of the dialogue's last page; old files may hold an image path
     in ``answer`` instead of HTML. (None, None) when the agent never showed a page."""
@@ -103,11 +123,11 @@ def final_page(traj: Trajectory):
     stored = traj.extra.get("answer_screenshot")
     if answer and "<" not in answer and answer.lower().endswith(_IMAGE_SUFFIXES):
         return None, stored or answer
-    if not answer:
+    if not answer or answer == NO_ANSWER:
         return None, stored
     if not stored:  # the last page the agent showed is also the final page
         stored = next((t.extra.get("screenshot") for t in reversed(traj.dialogue_history)
-                       if t.extra.get("html") == traj.answer), None)
+                       if turn_page(t)[1] == traj.answer), None)
     return traj.answer, stored
 
 
@@ -120,9 +140,9 @@ def status(traj: Trajectory) -> str:
 
 def _turn_html(turn, shots: Screenshots, number: int) -> str:
     role = turn.role if turn.role in ("user", "assistant") else "other"
+    text, page = turn_page(turn)
     parts = [f'<div class="turn {role}"><div class="role">{esc(turn.role)}</div>',
-             f'<div class="text">{esc(turn.content)}</div>']
-    page = turn.extra.get("html")
+             f'<div class="text">{esc(text)}</div>']
     if page is not None or turn.extra.get("screenshot"):
         shot = shots.get(turn.extra.get("screenshot"), page)
         if shot.url is None and turn.extra.get("render_error"):  # simulate's reason, if any
@@ -214,9 +234,9 @@ def pages_without_screenshot(trajectories: List[Trajectory], shots: Screenshots)
     wanted = []
     for traj in trajectories:
         for turn in traj.dialogue_history:
-            if turn.extra.get("html") and not shots.locate(turn.extra.get("screenshot"),
-                                                           turn.extra["html"], "page"):
-                wanted.append(turn.extra["html"])
+            page = turn_page(turn)[1]
+            if page and not shots.locate(turn.extra.get("screenshot"), page, "page"):
+                wanted.append(page)
         html, stored = final_page(traj)
         if html and not shots.locate(stored, html, "page"):
             wanted.append(html)
@@ -226,24 +246,41 @@ def pages_without_screenshot(trajectories: List[Trajectory], shots: Screenshots)
     return list(dict.fromkeys(wanted))
 
 
-def main(input_path: str, output_path: str, title: Optional[str] = None,
+def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
+         title: Optional[str] = None,
          max_dialogues: Optional[int] = None, image_width: int = 640,
          max_image_height: int = 3000, render_missing: bool = False,
-         pool_size: Optional[int] = None, assets_dir: Optional[str] = None) -> None:
+         pool_size: Optional[int] = None, assets_dir: Optional[str] = None,
+         saved_path: Optional[str] = None, temp_path: Optional[str] = None,
+         train: Optional[bool] = None) -> None:
     """Write OUTPUT_PATH (HTML) showing the design dialogues of INPUT_PATH (trajectory JSONL).
 
     Args:
         input_path: frontend trajectory JSONL (from simulate --task_type html, maybe evaluated).
-        output_path: the HTML page to write; ``<output_path>.config.json`` records the arguments.
+        output_path: the HTML page to write (default: INPUT_PATH with .html instead of .jsonl);
+            ``<output_path>.config.json`` records the arguments.
         title: page title (default: "Design dialogues: <input file name>").
         max_dialogues: show only the first N dialogues of the file.
         image_width: screenshots are scaled down to this width in pixels (0: original size).
         max_image_height: only the top this-many source pixels of a screenshot are shown (0: all).
         render_missing: render the pages that have no screenshot file (headless browser).
         pool_size, assets_dir: browsers at once and the Tailwind cache, for --render_missing.
+        saved_path: the original code's name for input_path.
+        temp_path: the original's scratch folder for screenshots; not used (pages render in
+            memory), a notice says so. train: accepted; it had no effect in the original either.
     """
-    arguments = dict(locals())
+    from sweet_rl.cli.common import notice_once
     from sweet_rl.io import read_jsonl, write_sidecar
+
+    input_path, output_path = viewer_paths(input_path, output_path, saved_path)
+    if temp_path is not None:
+        notice_once("--temp_path not used: missing pages render in memory (--render_missing)")
+    if train is not None:
+        notice_once("--train has no effect on the viewer (it had none in the original code)")
+    arguments = {"input_path": input_path, "output_path": output_path, "title": title,
+                 "max_dialogues": max_dialogues, "image_width": image_width,
+                 "max_image_height": max_image_height, "render_missing": render_missing,
+                 "pool_size": pool_size, "assets_dir": assets_dir}
 
     for name, value in (("max_dialogues", max_dialogues), ("image_width", image_width),
                         ("max_image_height", max_image_height)):

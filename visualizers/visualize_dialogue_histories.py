@@ -3,6 +3,7 @@
 
     python visualizers/visualize_dialogue_histories.py outputs/eval.jsonl outputs/eval.html \
         [--title "My run"] [--max_dialogues 50]
+    python visualizers/visualize_dialogue_histories.py outputs/eval.jsonl   # -> outputs/eval.html
 
 The page has a counts summary, a sidebar with one link per dialogue, an inline-JS filter
 (all / successful / failed / not evaluated) and, per dialogue, its index (0-based position in
@@ -25,7 +26,7 @@ if importlib.util.find_spec("sweet_rl") is None or importlib.util.find_spec("vis
 from sweet_rl.io import write_bytes  # noqa: E402
 from sweet_rl.records import Trajectory  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
-    esc as _esc, filter_buttons, folded, nav_item, page_document, step_links)
+    esc as _esc, filter_buttons, folded, nav_item, page_document, step_links, viewer_paths)
 
 SUCCESS, FAILED, UNEVALUATED = "success", "failed", "unevaluated"
 _BADGE = {SUCCESS: "success", FAILED: "fail", UNEVALUATED: "not evaluated"}
@@ -99,17 +100,24 @@ def render_dialogues_html(trajectories: List[Dict[str, Any]], title: str) -> str
     return page_document(title, summary, filters, nav_items, body)
 
 
-def main(input_path: str, output_path: str, title: Optional[str] = None,
-         max_dialogues: Optional[int] = None) -> None:
+def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
+         title: Optional[str] = None, max_dialogues: Optional[int] = None,
+         saved_path: Optional[str] = None) -> None:
     """Write OUTPUT_PATH (HTML) showing the dialogues of INPUT_PATH (trajectory JSONL).
+
+    The original code served the dialogues with a gradio app; this writes one static page.
 
     Args:
         input_path: trajectory JSONL (from simulate, optionally with rewards from evaluate).
-        output_path: the HTML page to write; ``<output_path>.config.json`` records the arguments.
+        output_path: the HTML page to write (default: INPUT_PATH with .html instead of
+            .jsonl); ``<output_path>.config.json`` records the arguments.
         title: page title (default: "Dialogues: <input file name>").
         max_dialogues: show only the first N dialogues of the file.
+        saved_path: the original code's name for input_path.
     """
     from sweet_rl.io import read_jsonl, write_sidecar
+
+    input_path, output_path = viewer_paths(input_path, output_path, saved_path)
 
     if max_dialogues is not None and (isinstance(max_dialogues, bool)
                                       or not isinstance(max_dialogues, int) or max_dialogues < 0):

@@ -3,6 +3,9 @@
 Writes ``reward`` (fraction of tests passed) into the trajectory file, as the original does,
 prints best-of-k correctness and success, and optionally writes the critic's trajectory-level
 preference pairs. Grading runs every answer and reference in an isolated, bounded process.
+
+Our metrics line comes first; the original's summary lines follow, in its wording and
+number format (raw fractions as Python prints floats), so scripts that parse them still do.
 """
 
 from __future__ import annotations
@@ -84,4 +87,55 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
     print(f"evaluate_code: {len(trajectories)} trajectories ({len(best)} tasks x {k}), "
           f"best-of-{k} tests passed {correctness:.1f}%, success {success:.1f}%, "
           f"graded {len(todo)}, rules {grader}{pair_note}")
+    for line in original_summary(rewards, best, int(k), len(pairs) if pair_note else None):
+        print(line)
     return {"correctness": correctness, "success": success, "pairs": len(pairs)}
+
+
+def original_summary(rewards: List[float], best: List[float], k: int,
+                     pairs: Optional[int] = None) -> List[str]:
+    """The published evaluation's summary lines: over all rows, then over best-of-k, then the
+    number of pairs when pairs were written. Its best-of-k mean is numpy's, whose pairwise
+    summation can differ from a plain sum in the last digit."""
+    total = 0  # the original's sum(): left to right from the int 0 (Python >= 3.12's sum() compensates)
+    for reward in rewards:
+        total += reward
+    lines = [f"Average correctness: {total / len(rewards)}",
+             f"Number of trajectories: {len(rewards)}",
+             f"Percentage of correct trajectories: {sum(1 for r in rewards if r == 1) / len(rewards)}",
+             f"Best-of-{k} Average correctness: {numpy_mean(best)}",
+             f"Best-of-{k} percentage of correct trajectories: {sum(1 for r in best if r == 1) / len(best)}"]
+    if pairs is not None:
+        lines.append(f"Number of preference pairs: {pairs}")
+    return lines
+
+
+def numpy_mean(values: List[float]) -> float:
+    """What ``numpy.mean`` gives for a list of floats, without numpy (the tests check it
+    against numpy): its pairwise sum divided by the count."""
+    return _pairwise_sum([float(v) for v in values]) / len(values)
+
+
+def _pairwise_sum(values: List[float]) -> float:
+    """numpy's float summation: plain below 8 values, eight running sums up to 128, halves
+    (cut at a multiple of 8) above."""
+    count = len(values)
+    if count < 8:
+        result = 0.0
+        for value in values:
+            result += value
+        return result
+    if count <= 128:
+        lanes = list(values[:8])
+        stop = count - count % 8
+        for start in range(8, stop, 8):
+            for lane in range(8):
+                lanes[lane] += values[start + lane]
+        result = (((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]))
+                  + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7])))
+        for value in values[stop:]:
+            result += value
+        return result
+    half = count // 2
+    half -= half % 8
+    return _pairwise_sum(values[:half]) + _pairwise_sum(values[half:])

@@ -7,18 +7,25 @@ whose rewards differ by at least ``--threshold``) and the win rate against anoth
 
 Pages are rendered offline (:mod:`sweet_rl.evaluation.renderer`) only when no screenshot of
 them exists yet; a missing or failed page is scored as a black picture and the row gets a
-``render_error``. Rows that already carry a reward from the same CLIP settings are kept, so a
-second run costs nothing and an interrupted one redoes only what it had not written.
+``render_error``. ``"No answer"`` (the agent never showed a page; ours and the original's)
+is scored black, as the original did, and is no error. Rows of the original code also load:
+their ``answer`` is the path of the final screenshot (.png/.jpg, relative to the file's
+folder or absolute), scored from that file, or black with a ``render_error`` when it is gone.
+Rows that already carry a reward from the same CLIP settings are kept, so a second run costs
+nothing and an interrupted one redoes only what it had not written.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from typing import List, Optional
 
+from sweet_rl.environments.protocol import NO_ANSWER  # a dialogue without a page (both codes)
 from sweet_rl.evaluation.page_pictures import ANSWER_KEY, REFERENCE_KEY
 
 logger = logging.getLogger(__name__)
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 SETTINGS_KEY = "clip_settings"  # extra key recording what produced ``reward``
 ERROR_KEY = "render_error"
 # Rows from the original code carry no settings key: it scored with ViT-B/32, OpenAI, centre.
@@ -77,6 +84,36 @@ def _reference_best(path: str, ours, num_tasks: int, settings: str) -> List[floa
     return best_of_k([t.reward for t in theirs], len(theirs) // num_tasks)
 
 
+def image_path_answer(answer: str) -> Optional[str]:
+    """The picture path an original-code ``answer`` holds, or None for HTML and other text.
+
+    HTML never looks like one: a path is one line without ``<`` or ``>`` ending in an image
+    suffix."""
+    text = answer.strip()
+    if (not text.lower().endswith(IMAGE_SUFFIXES) or len(text) > 4096
+            or any(c in text for c in "<>\n")):
+        return None
+    return text
+
+
+def answer_picture(traj, saved_path: str, directory: str):
+    """The picture that scores this row's final page; see the module docstring."""
+    from sweet_rl.evaluation.page_pictures import Picture, answer_picture as from_page
+    from sweet_rl.screenshots import resolve
+
+    if traj.answer.strip() == NO_ANSWER:
+        return Picture()  # no page shown: black, as the original scored it, and not an error
+    stored = image_path_answer(traj.answer)
+    if stored is None:
+        return from_page(traj, saved_path, directory)  # our rows: the HTML of the final page
+    # a relative path is read against the trajectory file's folder
+    ours = resolve(traj.extra.get(ANSWER_KEY), saved_path)
+    path = ours if ours and os.path.isfile(ours) else resolve(stored, saved_path)
+    if os.path.isfile(path):
+        return Picture(path=path)
+    return Picture(error=f"answer screenshot {stored} not found")
+
+
 def _score(scorer, answers: List[Optional[str]], references: List[Optional[str]], batch_size: int) -> List[float]:
     """Cosine similarity of each answer picture with its reference (None = black).
 
@@ -109,13 +146,14 @@ def _earlier_browser(saved_path: str) -> Optional[str]:
         return None
 
 
-def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
+def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
+         preference_path: Optional[str] = None,
          ground_truth_preference_path: Optional[str] = None, reference_path: Optional[str] = None,
          clip_model: str = "ViT-B-32", clip_pretrained: str = "openai", crop: str = "center",
          batch_size: int = 32, pool_size: Optional[int] = None, browser: str = "chromium",
          screenshot_dir: Optional[str] = None, device: Optional[str] = None, reevaluate: bool = False,
          threshold: float = 0.1, seed: int = 0, assets_dir: Optional[str] = None,
-         page_load_timeout: float = 20.0):
+         page_load_timeout: float = 20.0, train: Optional[bool] = None):
     """Score a frontend trajectory file in place and print the metrics line.
 
     Example:
@@ -125,6 +163,9 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
     Args:
         saved_path: trajectories from simulate --task_type html; ``reward`` is written back.
         k: rollouts per task (simulate's --best_of_n), for best-of-k and pairs.
+        temp_path: the original code's folder for rendered screenshots: used as
+            --screenshot_dir when that is not given (the positions of the original's arguments
+            are kept: SAVED_PATH K TEMP_PATH PREFERENCE_PATH GROUND_TRUTH_PREFERENCE_PATH).
         preference_path: pairs of ``input + output`` of the last agent turn.
         ground_truth_preference_path: the same pairs prefixed with the reference HTML.
         reference_path: another evaluated run on the same tasks; prints the win rate against it.
@@ -136,11 +177,16 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
         device: torch device (default cuda when available). threshold: minimum reward gap of a pair.
         reevaluate: score again even rows that already carry a reward from the same settings.
         assets_dir: the Tailwind asset cache (default $SWEET_RL_ASSETS or ~/.cache/sweet_rl/assets).
+        train: accepted for the original's command lines; it had no effect there either.
+
+    Printed at the end: our summary line, then the original's three lines -- the mean
+    similarity over all rows as a bare number, ``Best-of-k Average reward: X`` and, when pairs
+    are written, ``Number of preference pairs: N``.
     """
     arguments = dict(locals())
     from sweet_rl.evaluation.clip_similarity import CROPS, NO_WEIGHTS, load_clip, settings_tag
-    from sweet_rl.evaluation.page_pictures import (answer_picture, drop_unreadable, reference_picture,
-                                                   render_pending)
+    from sweet_rl.cli.common import notice_once
+    from sweet_rl.evaluation.page_pictures import drop_unreadable, reference_picture, render_pending
     from sweet_rl.evaluation.preferences import (best_of_k, check_rollout_layout, pair_texts,
                                                  threshold_pairs, win_rate)
     from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar
@@ -148,6 +194,14 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
     from sweet_rl.screenshots import default_screenshot_dir, to_stored
 
     k, threshold, batch_size = int(k), float(threshold), int(batch_size)
+    if train is not None:
+        notice_once("--train has no effect on evaluation (it had none in the original code)")
+    if temp_path is not None:
+        if screenshot_dir is None:
+            notice_once(f"--temp_path (the original's screenshot folder): rendered pages go to {temp_path}")
+            screenshot_dir = str(temp_path)
+        else:
+            notice_once("--temp_path ignored: --screenshot_dir names the screenshot folder")
     if crop not in CROPS:
         raise ValueError(f"--crop must be one of {CROPS}, got {crop!r}")
     if threshold < 0 or batch_size < 1:
@@ -210,4 +264,11 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
     print(f"evaluate_html: {len(trajectories)} trajectories ({num_tasks} tasks x {k}), "
           f"best-of-{k} CLIP similarity {similarity:.1f}, scored {len(todo)}, rendered {render['rendered']} "
           f"({render['failed']} failed), clip {settings}, browser {metrics['browser'] or 'not used'}{notes}")
+    # The original's lines, for scripts that read them: mean over every row (its
+    # ``print(np.mean(similarities))``), the best-of-k mean as a fraction, the pair count.
+    metrics["mean_reward"] = sum(rewards) / len(rewards)
+    print(metrics["mean_reward"])
+    print(f"Best-of-{k} Average reward: {sum(best) / len(best)}")
+    if preference_path or ground_truth_preference_path:
+        print(f"Number of preference pairs: {len(pairs)}")
     return metrics

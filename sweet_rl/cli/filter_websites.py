@@ -87,10 +87,13 @@ def open_pool(pool_size: Optional[int] = None, browser: str = "chromium",
     return pool, probe.browser
 
 
-def main(input_path: str, output_path: str, screenshot_dir: Optional[str] = None,
+def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
+         temp_path: Optional[str] = None, screenshot_dir: Optional[str] = None,
          pool_size: Optional[int] = None, browser: str = "chromium",
          page_load_timeout: float = 20.0, script_timeout: float = 5.0, max_height: int = 8000,
-         assets_dir: Optional[str] = None, overwrite: bool = False):
+         assets_dir: Optional[str] = None, overwrite: bool = False,
+         saved_path: Optional[str] = None, filtered_path: Optional[str] = None,
+         train: Optional[bool] = None):
     """Write to OUTPUT_PATH the tasks of INPUT_PATH whose reference page renders.
 
     Example:
@@ -100,6 +103,8 @@ def main(input_path: str, output_path: str, screenshot_dir: Optional[str] = None
     Args:
         input_path: frontend task JSONL (``problem_description``, ``ground_truth`` HTML).
         output_path: the kept tasks, in input order (with a .config.json sidecar).
+        temp_path: the original code's scratch folder for screenshots; pages render in memory
+            here, so it is not used (a notice says so).
         screenshot_dir: also save each kept reference screenshot there, named
             ``reference_<hash of the HTML>.png`` (see ``sweet_rl.screenshots``).
         pool_size: browsers rendering at once (default: up to 4, one per core).
@@ -108,8 +113,24 @@ def main(input_path: str, output_path: str, screenshot_dir: Optional[str] = None
         max_height: screenshots are clipped to this many pixels.
         assets_dir: the offline Tailwind cache (default: $SWEET_RL_ASSETS or ~/.cache).
         overwrite: replace an existing output.
+        saved_path, filtered_path: the original code's names for input_path and output_path.
+        train: accepted for the original's command lines; it had no effect there either.
     """
     arguments = dict(locals())
+    from sweet_rl.cli.common import merge_alias, notice_once
+
+    input_path = merge_alias(input_path, saved_path, "input_path", "saved_path")
+    output_path = merge_alias(output_path, filtered_path, "output_path", "filtered_path")
+    if input_path is None or output_path is None:
+        missing = "input_path (or --saved_path)" if input_path is None else "output_path (or --filtered_path)"
+        raise ValueError(f"--{missing} is required: filter_websites.py INPUT.jsonl OUTPUT.jsonl")
+    if temp_path is not None:
+        notice_once("--temp_path not used: pages render in memory (see --screenshot_dir to keep them)")
+    if train is not None:
+        notice_once("--train has no effect on filtering (it had none in the original code)")
+    # the sidecar records the merged paths under our names
+    arguments.update(input_path=input_path, output_path=output_path)
+    arguments.pop("saved_path"), arguments.pop("filtered_path")
     from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar
     from sweet_rl.records import Task
     from sweet_rl.screenshots import screenshot_path

@@ -1,11 +1,13 @@
-"""Stage: per-turn DPO pairs (chosen from the top half, rejected from the bottom half by
+"""Stage: per-turn DPO pairs (chosen from the high half, rejected from the low half by
 ``judge_result``), or with ``--get_sft`` the best candidate of each turn as an SFT example.
 
-The output is rewritten whole (atomically); see :mod:`sweet_rl.stepwise.pairs` for layouts.
+The draws, their order and the written bytes are the original's for the same ranked file and
+seed (see :mod:`sweet_rl.stepwise.pairs`). The output is rewritten whole (atomically).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Optional
 
@@ -25,9 +27,15 @@ def parse_ranked(data):
     return sample.to_dict()
 
 
-def main(input_path: str, output_path: str, num_pairs: int = 4, no_prompt: bool = False,
-         get_sft: bool = False, seed: int = 0, tokenizer: Optional[str] = None):
-    """Write {"prompt", "chosen", "rejected"} pairs (or SFT records) from ranked step records.
+def json_lines(records) -> bytes:
+    """One ``json.dumps`` line per record with json's defaults (ASCII escapes), the bytes the
+    original wrote -- not :mod:`sweet_rl.io`'s UTF-8 lines -- so the files compare equal."""
+    return "".join(json.dumps(r) + "\n" for r in records).encode("ascii")
+
+
+def main(input_path: str, output_path: str, get_sft: bool = False, no_prompt: bool = False,
+         num_pairs: int = 8, seed: int = 42, tokenizer: Optional[str] = None):
+    """Write {"chosen", "rejected", "prompt"} pairs (or SFT records) from ranked step records.
 
     Example (tiny model's tokenizer for the end-of-turn token):
         python scripts/generate_random_pairs_from_ranks.py outputs/ranked.jsonl \\
@@ -36,39 +44,34 @@ def main(input_path: str, output_path: str, num_pairs: int = 4, no_prompt: bool 
     Args:
         input_path: ranked step records (from rank_best_of_n).
         output_path: JSONL for scripts/train_dpo.py (or SFT records with --get_sft).
-        num_pairs: pairs drawn per turn (with replacement; identical texts skipped).
+        num_pairs: pairs drawn per turn (with replacement; 8 as in the original; the paper's
+            agent data uses 4). Pairs whose two texts are identical are dropped.
         no_prompt: {"chosen": input + output + eos, "rejected": ...} instead of a "prompt" key.
         get_sft: {"prompt": input, "completion": best output + eos, "judge_result"} per turn.
-        seed: the draws' random seed.
+        seed: the draws' random seed (42, the original's).
         tokenizer: the agent's tokenizer (path or hub id) whose eos token ends each response;
             default: the embedded tiny model's.
     """
     arguments = dict(locals())
     import random
 
-    from tqdm import tqdm
-
     from sweet_rl.factory import resolve_model
     from sweet_rl.hf_generation import load_tokenizer
-    from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar
-    from sweet_rl.stepwise.pairs import sft_record, turn_pairs
+    from sweet_rl.io import read_jsonl, write_bytes, write_sidecar
+    from sweet_rl.stepwise.pairs import pair_records, sft_record
 
     samples = read_jsonl(input_path, parse_ranked)
     eos = load_tokenizer(resolve_model(tokenizer)).eos_token or ""
     started = time.time()
-    rng = random.Random(seed)
-    out, skipped = [], 0
-    for sample in tqdm(samples, desc="turns", unit="turn", disable=len(samples) < 1000):
-        if get_sft:
-            out.append(sft_record(sample, eos))
-            continue
-        records, same = turn_pairs(sample, num_pairs, rng, eos, no_prompt)
-        out.extend(records)
-        skipped += same
-    write_jsonl(output_path, out)
+    dropped = 0
+    if get_sft:
+        out = [sft_record(sample, eos) for sample in samples]
+    else:
+        out, dropped = pair_records(samples, num_pairs, random.Random(seed), eos, no_prompt)
+    write_bytes(output_path, json_lines(out))
     write_sidecar(output_path, arguments, "generate_random_pairs")
     kind = "SFT records" if get_sft else "pairs"
     print(f"generate_random_pairs: {len(out)} {kind} from {len(samples)} turns "
-          f"({skipped} identical draws skipped), eos {eos!r}, in {time.time() - started:.1f}s "
-          f"-> {output_path}")
+          f"({dropped} identical-text pairs dropped), eos {eos!r}, in "
+          f"{time.time() - started:.1f}s -> {output_path}")
     return output_path

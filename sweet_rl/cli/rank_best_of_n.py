@@ -1,7 +1,8 @@
 """Stage: the critic scores every sampled candidate; adds ``judge_result[N]`` to each step record.
 
-See :mod:`sweet_rl.stepwise.ranking` for the arithmetic and :mod:`sweet_rl.stepwise.scoring`
-for the shared-prompt KV cache. Records are appended chunk by chunk; ``--to_continue`` resumes
+See :mod:`sweet_rl.stepwise.ranking` for the arithmetic, :mod:`sweet_rl.stepwise.spans` for
+which tokens ``--score_tokens`` averages over, and :mod:`sweet_rl.stepwise.scoring` for the
+shared-prompt KV cache. Records are appended chunk by chunk; ``--to_continue`` resumes
 a killed run after the records already written.
 """
 
@@ -34,11 +35,14 @@ def parse_step(data):
     return sample
 
 
-def main(model_id: Optional[str] = None, input_path: Optional[str] = None,
-         output_path: Optional[str] = None, no_use_ground_truth: bool = False,
-         use_sum: bool = False, backend: str = "hf", batch_size: int = 16,
-         no_prompt_cache: bool = False, chunk_size: int = 32, device: Optional[str] = None,
-         dtype: str = "auto", seed: int = 0, to_continue: bool = False, overwrite: bool = False):
+def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
+         model_id: Optional[str] = None, no_use_ground_truth: bool = False,
+         use_sum: bool = False, save_steps: Optional[int] = None,
+         # the flags above are the original's, in its order
+         score_tokens: str = "original", backend: str = "hf",
+         batch_size: int = 16, no_prompt_cache: bool = False, chunk_size: int = 32,
+         device: Optional[str] = None, dtype: str = "auto",
+         seed: int = 0, to_continue: bool = False, overwrite: bool = False):
     """Score each candidate with the critic: judge_result = critic log-prob - reference log-prob.
 
     Example (tiny model as the critic, on the CPU):
@@ -46,13 +50,21 @@ def main(model_id: Optional[str] = None, input_path: Optional[str] = None,
             --input_path outputs/sampled.jsonl --output_path outputs/ranked.jsonl
 
     Args:
-        model_id: the trained critic (path or hub id; default: the embedded tiny model).
+        model_id: the trained critic (path or hub id; ``tiny`` for the embedded tiny model);
+            required, as in the original.
         input_path: the sample stage's step records. output_path: the same, with judge_result.
         no_use_ground_truth: condition the critic on ``input`` instead of
             ``input_with_ground_truth`` (the paper's "without training-time information").
-        use_sum: compare summed log-probs instead of per-token means (the paper's ablation).
+        use_sum: compare summed log-probs instead of per-token means (the paper's ablation);
+            the critic's sum runs over the same tokens as its mean.
+        score_tokens: which tokens of the critic's text (context + candidate) its score
+            averages over: ``original`` (default: every token after the first, what the
+            original's code did on vLLM 0.6.5), ``turn`` (after the context's last
+            end-of-turn token: assistant header + candidate, what the same code does on
+            vLLM >= 0.8) or ``candidate`` (the candidate only, the paper's description).
         backend: ``hf`` (transformers) or ``vllm`` (GPU, prompt log-probs).
         batch_size: hf candidates per forward pass. chunk_size: records per append.
+        save_steps: the original's name for chunk_size (records per write); wins when given.
         no_prompt_cache: hf only: score every candidate with its full prompt instead of
             reusing the turn's prompt KV cache (slower; same numbers up to rounding).
         device, dtype: hf model placement. seed: vLLM engine seed.
@@ -63,11 +75,18 @@ def main(model_id: Optional[str] = None, input_path: Optional[str] = None,
 
     from sweet_rl.factory import resolve_model
     from sweet_rl.io import append_jsonl, read_jsonl, write_sidecar
-    from sweet_rl.stepwise.ranking import build_scorer, critic_context, judge_results, ranked
+    from sweet_rl.stepwise.ranking import build_scorer, critic_items, judge_results, ranked
     from sweet_rl.stepwise.resume import records_done
+    from sweet_rl.stepwise.spans import check_mode
 
     if not input_path or not output_path:
         raise ValueError("--input_path and --output_path are required")
+    if not model_id:  # never rank with a random tiny critic by accident
+        raise ValueError("--model_id is required: the trained critic (path or hub id; "
+                         "tiny for the embedded tiny model)")
+    check_mode(score_tokens)
+    if save_steps is not None:
+        chunk_size = save_steps
     samples = read_jsonl(input_path, parse_step)
     done = records_done(output_path, [_identity(s.to_dict()) for s in samples], _identity,
                         to_continue, overwrite)
@@ -81,11 +100,11 @@ def main(model_id: Optional[str] = None, input_path: Optional[str] = None,
     with tqdm(total=len(samples), initial=done, desc="turns", unit="turn") as bar:
         for start in range(done, len(samples), step):
             chunk = samples[start:start + step]
-            items = [(critic_context(s, not no_use_ground_truth), s.additional_outputs) for s in chunk]
+            items = critic_items(scorer.tokenizer, chunk, not no_use_ground_truth, score_tokens)
             if hasattr(scorer, "score_many"):  # vLLM: one engine call for the whole chunk
                 scores = scorer.score_many(items)
             else:
-                scores = [scorer.score(context, candidates) for context, candidates in items]
+                scores = [scorer.score_spans(rows, starts) for rows, starts in items]
             append_jsonl(output_path, [ranked(s, judge_results(c, s, use_sum))
                                        for s, c in zip(chunk, scores)])
             scored += sum(len(s.additional_outputs) for s in chunk)

@@ -21,17 +21,22 @@ def _identity(record) -> str:
     return dumps_key(record["input"], record["older_output"])
 
 
-def main(input_path: str, output_path: str, agent_model: Optional[str] = None,
-         best_of_n: int = 16, temperature: float = 1.0, data_fraction: float = 1.0,
+# The original's default agent (it named a copy on its cluster); written as its hub id.
+ORIGINAL_AGENT = "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
+         temperature: float = 1.0, best_of_n: int = 16, data_fraction: float = 1.0,
          backend: str = "hf", max_new_tokens: int = 1024, seed: int = 0,
          batch_size: int = 16, chunk_size: int = 32, device: Optional[str] = None,
-         dtype: str = "auto", to_continue: bool = False, overwrite: bool = False):
+         dtype: str = "auto", exclude_stop_token: bool = False, to_continue: bool = False,
+         overwrite: bool = False):
     """Sample ``best_of_n`` candidates per assistant turn and score them under the sampler.
 
-    Example (tiny model on the CPU; offline.jsonl from simulate + evaluate, or
+    Example (the embedded tiny model on the CPU; offline.jsonl from simulate + evaluate, or
     ``python -m sweet_rl.data.offline_demo`` + ``scripts/evaluate_code.py --k 3``):
         python scripts/sample_best_of_n.py outputs/offline.jsonl outputs/sampled.jsonl \\
-            --agent_model outputs/tiny-llama --best_of_n 4 --max_new_tokens 16
+            --agent_model tiny --best_of_n 4 --max_new_tokens 16
 
     The paper's setting (10% of the offline data, 16 samples per turn, on GPUs):
         python scripts/sample_best_of_n.py offline.jsonl sampled.jsonl \\
@@ -41,13 +46,17 @@ def main(input_path: str, output_path: str, agent_model: Optional[str] = None,
     Args:
         input_path: evaluated trajectories (``task``, ``dialogue_history``, ``answer``, ``reward``).
         output_path: step records with ``additional_outputs`` and reference log-probs.
-        agent_model: the agent that samples (default: the embedded tiny model).
+        agent_model: the agent that samples (path or hub id); default: the original's,
+            meta-llama/Llama-3.1-8B-Instruct (the run logs which model it uses); ``tiny``
+            selects the embedded tiny random model.
         best_of_n: candidates per turn (N). temperature: sampling temperature (1.0).
         data_fraction: share of the trajectories used, taken from the top of the file.
         backend: ``hf`` (transformers) or ``vllm`` (GPU).
         max_new_tokens: per candidate. seed: base of every record's sampling seed.
         batch_size: hf rows per generate/score call. chunk_size: records per append.
         device, dtype: hf model placement ("auto": cuda if present; bf16 on GPU, fp32 on CPU).
+        exclude_stop_token: leave the end-of-turn token a candidate stopped on out of its
+            reference log-probs (the original, via vLLM's per-token log-probs, includes it).
         to_continue: resume a killed run; overwrite: replace an existing output.
     """
     arguments = dict(locals())
@@ -59,6 +68,13 @@ def main(input_path: str, output_path: str, agent_model: Optional[str] = None,
     from sweet_rl.stepwise.sampling import build_sampler, with_candidates
     from sweet_rl.stepwise.turns import read_turn_records, record_seed
 
+    if agent_model in (None, ""):
+        raise ValueError("--agent_model is empty: name the model that samples the candidates "
+                         f"(path or hub id; default {ORIGINAL_AGENT}; tiny for the embedded "
+                         "tiny model)")
+    logger.info("sampling with %s%s", agent_model,
+                " (the original's default agent; --agent_model picks another)"
+                if agent_model == ORIGINAL_AGENT else "")
     if int(best_of_n) < 1:
         raise ValueError(f"--best_of_n must be at least 1, got {best_of_n}")
     # Validate every input before touching the output file.
@@ -68,8 +84,12 @@ def main(input_path: str, output_path: str, agent_model: Optional[str] = None,
     started = time.time()
     sampler = None
     if done < len(records):
-        sampler = build_sampler(backend, resolve_model(agent_model), temperature, max_new_tokens,
-                                device, dtype, batch_size, seed)
+        try:
+            sampler = build_sampler(backend, resolve_model(agent_model), temperature,
+                                    max_new_tokens, device, dtype, batch_size, seed,
+                                    include_stop=not exclude_stop_token)
+        except OSError as err:  # neither a folder nor loadable from the hub
+            raise OSError(f"cannot load --agent_model {agent_model}: {err}") from err
     with tqdm(total=len(records), initial=done, desc="turns", unit="turn") as bar:
         for start in range(done, len(records), max(1, int(chunk_size))):
             chunk = records[start:start + max(1, int(chunk_size))]

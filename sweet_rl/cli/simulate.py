@@ -33,19 +33,22 @@ def _check_resumable(output_path: str, rows: List[Task], done: int) -> None:
                               "--num_tasks or --best_of_n?", path=output_path, line=index + 1)
 
 
-def main(agent_model: Optional[str] = None, hostname: Optional[str] = None, port: int = 8000,
-         env_model: Optional[str] = None, task_type: str = "code",
-         input_path: Optional[str] = None, output_path: str = "outputs/trajectories.jsonl",
-         num_tasks: Optional[int] = None, best_of_n: int = 1, batch_size: int = 1000,
-         max_steps: int = 10, temperature: float = 1.0, to_continue: bool = False,
+def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
+         output_path: str = "outputs/trajectories.jsonl", user_prompt_path: str = "auto",
+         agent_prompt_path: str = "auto", agent_model: Optional[str] = None,
+         env_model: Optional[str] = None, batch_size: int = 1000,
+         num_tasks: Optional[int] = 1000, max_steps: int = 10, best_of_n: int = 1,
+         train: bool = False, task_type: str = "code", port: int = 8000,
+         temperature: float = 1.0, temp_path: Optional[str] = None, to_continue: bool = False,
+         # the flags above are the original's, in its order (positional arguments fill them)
          overwrite: bool = False, agent_backend: str = "hf", single_turn: bool = False,
-         agent_prompt_path: str = "auto", user_prompt_path: str = "auto",
-         max_new_tokens: int = 1024, simulator_max_tokens: int = 256,
+         max_new_tokens: int = 1024, simulator_max_tokens: int = 4096,
          agent_base_url: Optional[str] = None, api_key: Optional[str] = None,
          agent_tokenizer: Optional[str] = None, generation_batch_size: int = 16,
          device: Optional[str] = None, seed: int = 0, hf_cache_dir: Optional[str] = None,
          screenshot_dir: Optional[str] = None, render_workers: Optional[int] = None,
-         browser: str = "chromium", max_image_side: Optional[int] = None):
+         browser: str = "chromium", max_image_side: Optional[int] = None,
+         page_placeholder: bool = False, stop_on_rejected_request: bool = False):
     """Simulate ColBench dialogues and write one trajectory per line to ``output_path``.
 
     Example (embedded tiny models on the CPU, bundled sample tasks):
@@ -64,7 +67,14 @@ def main(agent_model: Optional[str] = None, hostname: Optional[str] = None, port
             ``env_model`` run in-process (default: the tiny model).
         env_model: the simulator's model (the served model name with --hostname).
         input_path: task JSONL, ``hf://REPO/FILE`` on the hub, or omitted for the bundled tasks.
+        num_tasks: the first N tasks (1000, the paper's backend test set; None: all).
         best_of_n: rollouts per task (k). single_turn: the paper's single-turn setting.
+        agent_prompt_path, user_prompt_path: prompt files (default: ours, bundled). The agent
+            prompt is sent verbatim as the system message, nothing substituted (as the
+            original); the simulator prompt gets {problem_description}, {hidden_information}
+            and {dialogue_history}. Pass the official files for the paper's prompts.
+        max_new_tokens: agent tokens per turn (1024). simulator_max_tokens: the simulated
+            human's cap (4096, the original's; it answers greedily).
         to_continue: resume a killed run; overwrite: replace an existing output.
         agent_backend: ``hf`` (transformers), ``vllm``, or ``openai`` (any compatible endpoint,
             at --agent_base_url, key from --api_key or OPENAI_API_KEY).
@@ -76,6 +86,13 @@ def main(agent_model: Optional[str] = None, hostname: Optional[str] = None, port
             reuses them. render_workers: browsers rendering at once (default: the pool's).
         browser: ``chromium`` or ``firefox``. max_image_side: html: shrink screenshots whose
             longer side exceeds this many pixels before they are sent to the simulator.
+        page_placeholder: html: replace each page in the dialogue by [SEE RENDERED HTML]
+            (the agent then never sees its earlier pages; the original kept them).
+        stop_on_rejected_request: end a dialogue when the simulator server rejects a request
+            (HTTP 400), recording the error, instead of the original's "No response." reply.
+        train: accepted for the original's commands; it had no effect there either.
+        temp_path: the original's screenshot folder: html: used as --screenshot_dir when
+            that is not given; code: not used.
 
     Frontend example (embedded tiny models, bundled sample frontend tasks):
         python scripts/simulate_interactions.py --task_type html \\
@@ -89,16 +106,30 @@ def main(agent_model: Optional[str] = None, hostname: Optional[str] = None, port
     from sweet_rl.factory import build_agent, build_simulator, resolve_model
     from sweet_rl.data.tasks import load_tasks
     from sweet_rl.io import append_jsonl, count_complete_lines, write_sidecar
-    from sweet_rl.prompts import load_prompt
+    from sweet_rl.prompts import load_prompt, template_fields
     from sweet_rl.rollout import run_dialogues
     from sweet_rl.screenshots import default_screenshot_dir
 
+    if train:
+        logger.info("--train has no effect (it had none in the original either)")
+    if temp_path is not None:
+        if task_type == "html" and screenshot_dir is None:
+            logger.info("--temp_path: screenshots go to %s", temp_path)
+            screenshot_dir = temp_path
+        else:
+            logger.info("--temp_path is not used here (pages render in memory; screenshots go "
+                        "to --screenshot_dir)")
     if single_turn:
         max_steps = 1
     # Validate every input before touching the output file.
     tasks = load_tasks(input_path, num_tasks, cache_dir=hf_cache_dir, task_type=task_type)
     agent_prompt = load_prompt(agent_prompt_path, "agent", task_type, single_turn)
     user_prompt = load_prompt(user_prompt_path, "user", task_type)
+    if template_fields(agent_prompt) - {"dialogue_history"}:
+        logger.warning("the agent prompt contains %s: it is sent verbatim as the system message "
+                       "(as in the original), so these stay unfilled; the task description "
+                       "reaches the agent as the first user message",
+                       ", ".join("{%s}" % f for f in sorted(template_fields(agent_prompt))))
     rows = [task for _ in range(int(best_of_n)) for task in tasks]
 
     done = 0
@@ -114,15 +145,18 @@ def main(agent_model: Optional[str] = None, hostname: Optional[str] = None, port
                                   "--overwrite to replace it")
 
     agent = simulator = renderer = bar = None
-    env_kwargs = {}
+    from sweet_rl.environments.base import REJECTED_REPLY
+
+    env_kwargs = {"rejected_reply": None if stop_on_rejected_request else REJECTED_REPLY}
     started = time.time()
     try:
         if task_type == "html":
             # The browser pool is closed in `finally` whatever happens after this point.
             renderer, arguments["browser_version"] = open_renderer(browser, render_workers)
             arguments["screenshot_dir"] = screenshot_dir or default_screenshot_dir(output_path)
-            env_kwargs = dict(renderer=renderer, screenshot_dir=arguments["screenshot_dir"],
-                              output_path=output_path, max_image_side=max_image_side)
+            env_kwargs.update(renderer=renderer, screenshot_dir=arguments["screenshot_dir"],
+                              output_path=output_path, max_image_side=max_image_side,
+                              page_placeholder=page_placeholder)
         if done < len(rows):
             agent_path = agent_model if agent_backend == "openai" else resolve_model(agent_model)
             agent = build_agent(agent_backend, agent_path, temperature=temperature,
@@ -158,7 +192,7 @@ def main(agent_model: Optional[str] = None, hostname: Optional[str] = None, port
 def summarize(path: str) -> str:
     """One metrics line over the whole output file."""
     from sweet_rl.io import iter_jsonl
-    from sweet_rl.environments.protocol import ANSWER_MARKER
+    from sweet_rl.environments.protocol import ANSWER_MARKER, NO_ANSWER
     from sweet_rl.records import Trajectory
 
     count = turns = answered = errors = pages = with_page = 0
@@ -167,10 +201,10 @@ def summarize(path: str) -> str:
         agent_turns = traj.assistant_turns
         turns += len(agent_turns)
         answered += bool(agent_turns) and ANSWER_MARKER in agent_turns[-1].content
-        errors += "error" in traj.extra
+        errors += "error" in traj.extra or bool(traj.extra.get("simulator_errors"))
         if "reference_screenshot" in traj.extra:  # frontend rows
             pages += 1
-            with_page += bool(traj.answer)
+            with_page += traj.answer not in ("", NO_ANSWER)
     if count == 0:
         return "0 dialogues"
     line = (f"{count} dialogues, mean agent turns {turns / count:.2f}, "
@@ -178,7 +212,7 @@ def summarize(path: str) -> str:
     if pages:  # errors there are the simulator's or a reference that did not render
         return line + (f", errors {errors}, "
                        f"answered with a page {100 * with_page / pages:.1f}%")
-    return line + f", simulator errors {errors}"
+    return line + f", dialogues with simulator errors {errors}"
 
 
 def open_renderer(browser: str = "chromium", size: Optional[int] = None):

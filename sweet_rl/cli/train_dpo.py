@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+from fire.decorators import SetParseFn
 
+
+# a wandb key or run name is text even when it looks like a number ("1e5", "0123")
+@SetParseFn(str, "use_wandb", "wandb_run_name")
 def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
          dataset: Optional[str] = None, save_path: Optional[str] = None,
          beta: Optional[float] = None, learning_rate: Optional[float] = None,
@@ -24,8 +28,10 @@ def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
          logging_steps: Optional[int] = None, report_to: Optional[str] = None,
          save_steps: Optional[int] = None, weight_decay: Optional[float] = None,
          max_grad_norm: Optional[float] = None, deepspeed_config: Optional[str] = None,
-         ref_in_memory: Optional[bool] = None, config: Optional[str] = None,
-         local_rank: int = -1):
+         eval_steps: Optional[int] = None, eval_holdout: Optional[float] = None,
+         use_wandb: Optional[str] = None,
+         wandb_run_name: Optional[str] = None, ref_in_memory: Optional[bool] = None,
+         config: Optional[str] = None, local_rank: int = -1):
     """Train a causal LM with DPO / Bradley-Terry on chosen/rejected pairs.
 
     Example (the SWEET-RL critic on backend pairs, 8 GPUs):
@@ -58,14 +64,21 @@ def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
         lr_warmup_ratio (0.03), min_lr_ratio (0.1): cosine schedule with warmup and a floor.
         logging_steps (1), report_to ("none", "wandb", "tensorboard"), save_steps (-1: final
             model only), seed (42), weight_decay (0), max_grad_norm (1.0).
+        use_wandb: log to Weights & Biases (the original's openrlhf flag): the API key, or
+            no value to use wandb's own login; needs the wandb package. Never written to disk.
+        wandb_run_name: the run's name (wandb, TrainingArguments.run_name).
+        eval_holdout (0.03): the first share of --dataset kept out of training, as the
+            original's openrlhf fork kept its first 3% as an evaluation split (0: train on all).
+        eval_steps: accepted for the original's commands; the held-out share is not evaluated.
         ref_in_memory: keep a frozen reference model through training instead (comparison).
         config: JSON file of defaults, e.g. configs/critic_backend.json.
         local_rank: set by the deepspeed launcher.
     """
     explicit = dict(locals())
-    from sweet_rl.training.config import DPO_DEFAULTS, resolve_options
+    from sweet_rl.training.config import DPO_DEFAULTS, apply_original_flags, resolve_options
 
     options = resolve_options(explicit, config, DPO_DEFAULTS)
+    apply_original_flags(options, "train_dpo")  # before any work: a missing wandb stops here
     options["local_rank"] = local_rank
     from sweet_rl.training.run import train_preference
 

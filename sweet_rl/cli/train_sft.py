@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from typing import Optional
 
+from fire.decorators import SetParseFn
 
+
+# a wandb key or run name is text even when it looks like a number ("1e5", "0123")
+@SetParseFn(str, "use_wandb", "wandb_run_name")
 def main(pretrain: Optional[str] = None, dataset: Optional[str] = None,
          save_path: Optional[str] = None, min_reward: Optional[float] = None,
          learning_rate: Optional[float] = None, max_epochs: Optional[float] = None,
@@ -21,8 +25,10 @@ def main(pretrain: Optional[str] = None, dataset: Optional[str] = None,
          min_lr_ratio: Optional[float] = None, logging_steps: Optional[int] = None,
          report_to: Optional[str] = None, save_steps: Optional[int] = None,
          weight_decay: Optional[float] = None, max_grad_norm: Optional[float] = None,
-         deepspeed_config: Optional[str] = None, config: Optional[str] = None,
-         local_rank: int = -1):
+         deepspeed_config: Optional[str] = None, eval_steps: Optional[int] = None,
+         eval_holdout: Optional[float] = None,
+         use_wandb: Optional[str] = None, wandb_run_name: Optional[str] = None,
+         config: Optional[str] = None, local_rank: int = -1):
     """Fine-tune on the successful trajectories of an evaluated trajectory JSONL.
 
     Example (8 GPUs, paper-scale settings):
@@ -35,12 +41,14 @@ def main(pretrain: Optional[str] = None, dataset: Optional[str] = None,
             reward >= this (1.0: all hidden tests passed).
         response_template: the agent's turns to train on (default
             "<|start_header_id|>assistant<|end_header_id|>"; "" trains on every token).
-        All other flags as in train_dpo.py.
+        All other flags (use_wandb, wandb_run_name, eval_steps, eval_holdout included) as in
+            train_dpo.py.
     """
     explicit = dict(locals())
-    from sweet_rl.training.config import SFT_DEFAULTS, resolve_options
+    from sweet_rl.training.config import SFT_DEFAULTS, apply_original_flags, resolve_options
 
     options = resolve_options(explicit, config, SFT_DEFAULTS)
+    apply_original_flags(options, "train_sft")  # before any work: a missing wandb stops here
     options["local_rank"] = local_rank
     from sweet_rl.training.run import train_sft
 

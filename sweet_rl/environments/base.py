@@ -4,36 +4,64 @@ The environment owns the dialogue state and the protocol; it does not call model
 :mod:`sweet_rl.rollout` asks every running environment for the agent's and the simulator's
 inputs, sends them to the models in batches, and feeds the replies back — so one batched
 generate call serves all dialogues that are still running.
+
+What each model sees is the original's layout, because the published numbers depend on it:
+
+* the agent: a system message holding the agent prompt file verbatim (nothing is substituted
+  in it), then the dialogue as chat messages — the task description as the first user turn,
+  then the assistant and user turns with their ``content``;
+* the simulated human (backend): a short generic system message and one user message, the
+  simulator prompt with ``{problem_description}``, ``{hidden_information}`` and
+  ``{dialogue_history}`` filled in, the history written as ``role:content`` and four newlines
+  per turn, ending with ``agent:``.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+import logging
+from typing import Dict, List, Optional, Set
 
-from sweet_rl.environments.protocol import (MAX_TURNS, ParsedTurn, dialogue_ends,
+from sweet_rl.environments.protocol import (MAX_TURNS, NO_ANSWER, ParsedTurn, dialogue_ends,
                                             parse_agent_output)
 from sweet_rl.prompts import fill_template
 from sweet_rl.records import Task, Trajectory, Turn
 from sweet_rl.simulators.base import Conversation, SimulatorReply
 
+logger = logging.getLogger(__name__)
+_WARNED: Set[str] = set()  # rejection messages already logged (once each, not once per turn)
 
-def render_history(turns: List[Turn]) -> str:
-    """Dialogue as plain text for prompts that take ``{dialogue_history}``."""
-    names = {"user": "Human", "assistant": "Assistant"}
-    return "\n\n".join(f"{names.get(t.role, t.role)}: {t.content}" for t in turns)
+SIMULATOR_SYSTEM_MESSAGE = "You are a helpful assistant."
+TURN_SEPARATOR = "\n\n\n\n"
+SIMULATOR_CUE = "agent:"  # the transcript ends by handing the word to the agent's side
+# What the original's human says when the server rejects a request (e.g. context too long).
+REJECTED_REPLY = "No response."
+
+
+def simulator_transcript(turns: List[Turn], cue: str = SIMULATOR_CUE) -> str:
+    """The dialogue as the simulated human reads it: ``role:content`` + four newlines per turn
+    (roles as stored: ``user`` is the human, ``assistant`` the agent), then ``cue``."""
+    return "".join(f"{turn.role}:{turn.content}{TURN_SEPARATOR}" for turn in turns) + cue
 
 
 class CollaborationEnv:
-    """Turn bookkeeping shared by the backend and frontend environments."""
+    """Turn bookkeeping shared by the backend and frontend environments.
+
+    ``rejected_reply``: what the human says when the simulator server rejects a request (the
+    original's ``"No response."``; the dialogue goes on and the error is listed in the row's
+    ``simulator_errors``). ``None`` ends the dialogue at the first rejection instead, with the
+    error in the row's ``error``.
+    """
 
     reply_chars: int = 400  # the simulated human's replies are cut to this many characters
 
     def __init__(self, task: Task, agent_prompt: str, user_prompt: str,
-                 max_steps: int = MAX_TURNS, reply_chars: Optional[int] = None):
+                 max_steps: int = MAX_TURNS, reply_chars: Optional[int] = None,
+                 rejected_reply: Optional[str] = REJECTED_REPLY):
         self.task = task
         self.agent_prompt = agent_prompt
         self.user_prompt = user_prompt
         self.max_steps = max_steps
+        self.rejected_reply = rejected_reply
         if reply_chars is not None:
             self.reply_chars = reply_chars
         self.reset()
@@ -43,28 +71,21 @@ class CollaborationEnv:
         self.history: List[Turn] = [Turn(role="user", content=self.task.problem_description)]
         self.steps = 0
         self.done = False
-        self.answer = ""
+        self.answer = NO_ANSWER
         self.error: Optional[str] = None
+        self.simulator_errors: List[str] = []
         return self.history
 
     def prompt_values(self) -> Dict[str, str]:
         return {"problem_description": self.task.problem_description,
                 "hidden_information": self.task.hidden_information,
-                "dialogue_history": render_history(self.history)}
+                "dialogue_history": simulator_transcript(self.history)}
 
     # -- agent side ----------------------------------------------------------------------
     def agent_messages(self) -> List[Dict[str, str]]:
-        """What the agent sees: its instructions with the request, then the dialogue so far.
-
-        With a template that has ``{dialogue_history}`` the whole dialogue is one message;
-        otherwise the first user message is the filled template and the later turns follow
-        as chat messages (the layout the critic's response template relies on).
-        """
-        values = self.prompt_values()
-        first = fill_template(self.agent_prompt, values)
-        if "{dialogue_history}" in self.agent_prompt:
-            return [{"role": "user", "content": first}]
-        return [{"role": "user", "content": first}] + [t.chat_message() for t in self.history[1:]]
+        """What the agent sees: its prompt as the system message, then the dialogue."""
+        return ([{"role": "system", "content": self.agent_prompt}]
+                + [turn.chat_message() for turn in self.history])
 
     def record_agent_turn(self, prompt: str, raw_output: str) -> bool:
         """Store the agent's turn; returns True when the dialogue is over."""
@@ -88,27 +109,39 @@ class CollaborationEnv:
 
     # -- simulator side ------------------------------------------------------------------
     def simulator_messages(self) -> Conversation:
-        """What the simulated human sees. Without ``{dialogue_history}`` in the template, the
-        dialogue follows as chat messages with the roles swapped (the human is the model)."""
-        values = self.prompt_values()
-        text = fill_template(self.user_prompt, values)
-        if "{dialogue_history}" in self.user_prompt:
-            return [{"role": "user", "content": text}]
-        swapped = {"user": "assistant", "assistant": "user"}
-        rest = [{"role": swapped[t.role], "content": t.content} for t in self.history[1:]]
-        return [{"role": "system", "content": text}] + rest
+        """What the simulated human sees (backend layout; the frontend overrides it)."""
+        text = fill_template(self.user_prompt, self.prompt_values())
+        return [{"role": "system", "content": SIMULATOR_SYSTEM_MESSAGE},
+                {"role": "user", "content": text}]
 
     def record_user_reply(self, reply: SimulatorReply) -> bool:
-        """Store the human's reply (cut to ``reply_chars``); a rejected request ends the dialogue."""
-        if reply.error is not None or reply.text is None:
-            self.error = f"simulator: {reply.error or 'no reply'}"
-            self.done = True
-            return True
-        self.history.append(Turn(role="user", content=reply.text[: self.reply_chars]))
+        """Store the human's reply, cut to ``reply_chars`` characters (not stripped).
+
+        A rejected request becomes ``rejected_reply`` (the dialogue goes on), or ends the
+        dialogue when that is None. Returns True when the dialogue is over.
+        """
+        text = reply.text
+        if reply.error is not None or text is None:
+            problem = f"simulator: {reply.error or 'no reply'}"
+            if problem not in _WARNED:
+                _WARNED.add(problem)
+                logger.warning("the simulator rejected a request (%s); %s", problem,
+                               "the dialogue ends" if self.rejected_reply is None else
+                               f"the human says {self.rejected_reply!r} and the dialogue goes "
+                               "on, as in the original (--stop_on_rejected_request ends it)")
+            if self.rejected_reply is None:
+                self.error = problem
+                self.done = True
+                return True
+            self.simulator_errors.append(problem)
+            text = self.rejected_reply
+        self.history.append(Turn(role="user", content=text[: self.reply_chars]))
         return False
 
     # -- result --------------------------------------------------------------------------
     def trajectory(self) -> Trajectory:
         extra = {"error": self.error} if self.error else {}
+        if self.simulator_errors:
+            extra["simulator_errors"] = list(self.simulator_errors)
         return Trajectory(task=self.task, dialogue_history=list(self.history),
                           answer=self.answer, extra=extra)

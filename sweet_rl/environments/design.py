@@ -2,11 +2,19 @@
 
 Each agent turn may hold one page (see :mod:`sweet_rl.environments.html_snippet`). It is
 rendered to a screenshot; the simulated human — a vision-language model — sees the screenshot
-of the agent's latest page next to the screenshot of the reference page (its hidden
+of the agent's page of this turn next to the screenshot of the reference page (its hidden
 information is that *image*, never the HTML) and describes the differences. Replies are cut to
-1000 characters. The answer is the HTML of the last page the human was shown, as in the
-original, whose answer was the last rendered page: a final message without a page keeps the
-earlier one, and a page that failed to render was never shown.
+1000 characters. As in the original:
+
+* the simulated human gets one user message: the simulator prompt as written (the original
+  fills in nothing; our bundled prompt has no placeholders, and a custom one may use
+  ``{problem_description}`` and ``{dialogue_history}``), then the agent's page (or a note that
+  this turn shows none), then the reference page — it does not see the conversation;
+* the turn's ``content`` keeps the page's HTML, so the agent sees its own earlier pages in
+  later prompts (``page_placeholder=True`` replaces each by ``[SEE RENDERED HTML]`` instead);
+* the answer is the last page the agent wrote (here its HTML; the original stored the path of
+  its screenshot, which failed, and so scored as black, when the page did not render), or
+  ``"No answer"`` when it never showed one.
 
 Rendering is the slow part, so the environment exposes what :mod:`sweet_rl.rollout` needs to
 do it for a whole batch at once: ``prepare()`` renders the reference (once per task: the
@@ -18,10 +26,10 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from sweet_rl.environments.base import CollaborationEnv
+from sweet_rl.environments.base import CollaborationEnv, simulator_transcript
 from sweet_rl.environments.html_snippet import split_page
 from sweet_rl.environments.page_shots import read_png, shoot
-from sweet_rl.environments.protocol import MAX_TURNS, ParsedTurn
+from sweet_rl.environments.protocol import MAX_TURNS, NO_ANSWER, ParsedTurn
 from sweet_rl.prompts import fill_template
 from sweet_rl.records import Task, Trajectory
 from sweet_rl.screenshots import to_stored
@@ -44,6 +52,7 @@ class DesignEnv(CollaborationEnv):
     ``screenshot_dir`` holds every PNG; ``output_path`` is the trajectory file the stored
     screenshot paths are relative to (absolute paths when None). ``max_image_side`` shrinks
     images sent to the simulator (see :mod:`sweet_rl.simulators.images`).
+    ``page_placeholder`` replaces each page in the turn's content by ``[SEE RENDERED HTML]``.
     """
 
     reply_chars = DESIGN_REPLY_CHARS
@@ -51,22 +60,24 @@ class DesignEnv(CollaborationEnv):
     def __init__(self, task: Task, agent_prompt: str, user_prompt: str,
                  max_steps: int = MAX_TURNS, reply_chars: Optional[int] = None, *,
                  renderer, screenshot_dir: str, output_path: Optional[str] = None,
-                 max_image_side: Optional[int] = None):
+                 max_image_side: Optional[int] = None, page_placeholder: bool = False,
+                 **kwargs):
         self.renderer = renderer
         self.screenshot_dir = screenshot_dir
         self.output_path = output_path
         self.max_image_side = max_image_side
+        self.page_placeholder = page_placeholder
         self.record_workers = max(1, int(getattr(renderer, "size", 1) or 1))
         self.reference_path: Optional[str] = None
         self.reference_error: Optional[str] = None
         self.prepared = False
         super().__init__(task, agent_prompt, user_prompt, max_steps=max_steps,
-                         reply_chars=reply_chars)
+                         reply_chars=reply_chars, **kwargs)
 
     def reset(self):
         history = super().reset()
-        self.shown_html: Optional[str] = None  # the last page the human saw
-        self.shown_path: Optional[str] = None
+        self.answer_html: Optional[str] = None  # the last page the agent wrote
+        self.answer_path: Optional[str] = None  # its screenshot, None if it did not render
         self.latest_path: Optional[str] = None  # this turn's screenshot, None if no page
         if self.reference_error is not None:
             self._fail_reference()
@@ -97,21 +108,23 @@ class DesignEnv(CollaborationEnv):
 
     def on_agent_turn(self, parsed: ParsedTurn) -> None:
         turn = self.history[-1]
-        turn.content, html = split_page(parsed.message)
+        with_placeholder, html = split_page(parsed.message)
+        if self.page_placeholder:
+            turn.content = with_placeholder
         self.latest_path = None
         turn.extra.update(html=html, screenshot=None)
         if html is None:
             return
         shot = shoot(self.renderer, html, self.screenshot_dir, "page")
+        self.answer_html, self.answer_path = html, shot.path
         if shot.path is None:
             turn.extra["render_error"] = shot.error
             return
-        self.latest_path = self.shown_path = shot.path
-        self.shown_html = html
+        self.latest_path = shot.path
         turn.extra["screenshot"] = self._stored(shot.path)
 
     def on_final_turn(self, parsed: ParsedTurn) -> None:
-        self.answer = self.shown_html or ""
+        self.answer = self.answer_html if self.answer_html is not None else NO_ANSWER
 
     def _stored(self, path: Optional[str]) -> Optional[str]:
         if path is None or self.output_path is None:
@@ -120,12 +133,13 @@ class DesignEnv(CollaborationEnv):
 
     # -- simulator side ------------------------------------------------------------------
     def simulator_messages(self) -> Conversation:
-        """One user message: the filled template, the agent's page (or a note that there is
-        none), then the reference page, images as PNG data URLs."""
+        """One user message: the prompt, the agent's page of this turn (or a note that there
+        is none), then the reference page, images as PNG data URLs."""
         if self.reference_path is None:
             raise RuntimeError("the reference page is not rendered; call prepare() first")
         values = self.prompt_values()
         values["hidden_information"] = HIDDEN_AS_IMAGE
+        values["dialogue_history"] = simulator_transcript(self.history, cue="")
         parts: List[Dict[str, object]] = [text_part(fill_template(self.user_prompt, values))]
         if self.latest_path is not None:
             parts += [text_part(AGENT_PAGE_INTRO),
@@ -139,7 +153,7 @@ class DesignEnv(CollaborationEnv):
     # -- result --------------------------------------------------------------------------
     def trajectory(self) -> Trajectory:
         traj = super().trajectory()
-        answer_path = self.shown_path if self.answer else None
+        answer_path = self.answer_path if self.answer_html is not None else None
         traj.extra = {"answer_screenshot": self._stored(answer_path),
                       "reference_screenshot": self._stored(self.reference_path),
                       **traj.extra}

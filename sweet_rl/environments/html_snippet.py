@@ -6,8 +6,9 @@ Rules matched from the original frontend environment:
   never shown;
 - a message holds at most one page: the first ``<html ...>...</html>`` (shortest match, across
   lines), else the first ``<body ...>...</body>``;
-- in the turn's ``content`` that page is replaced by ``[SEE RENDERED HTML]``; the raw output
-  keeps everything.
+- :func:`split_page` also gives the message with that page replaced by ``[SEE RENDERED HTML]``
+  (the original computed it but kept the full message in the dialogue, as the design
+  environment does by default); the raw output keeps everything.
 
 Tag names are matched case-insensitively, as HTML itself treats them; ``<htmlx>`` is not a tag.
 """

@@ -1,12 +1,15 @@
 """The agent-side turn protocol shared by every ColBench environment (pure functions).
 
-Facts matched from the original:
-- the agent may think first; only the text after the first ``OUTPUT:`` (and before a second
-  one, if any) is the message the human sees, and the stored raw output is cut before a
-  second ``OUTPUT:`` too;
+Facts matched from the original, because every later turn's prompt depends on them:
+- the agent may think first; the message the human sees is the text between the first and
+  the second ``OUTPUT:`` (all of it when there is no marker), and the stored raw output keeps
+  everything up to the second ``OUTPUT:``;
+- neither is stripped of whitespace: the message goes into the dialogue exactly as written;
 - a message containing ``I WANT TO ANSWER:`` ends the dialogue, and the answer is the text
-  after it; at the last allowed turn the dialogue ends anyway and the whole message is the
-  answer.
+  between the first and the second such marker; at the last allowed turn the dialogue ends
+  anyway and the whole message is the answer;
+- a dialogue that ends without any answer (e.g. the reference page of a frontend task did not
+  render) has the answer ``"No answer"``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 
 OUTPUT_MARKER = "OUTPUT:"
 ANSWER_MARKER = "I WANT TO ANSWER:"
+NO_ANSWER = "No answer"
 MAX_TURNS = 10
 
 
@@ -32,14 +36,14 @@ def parse_agent_output(raw: str) -> ParsedTurn:
         pieces = raw.split(OUTPUT_MARKER)
         message = pieces[1]
         stored = OUTPUT_MARKER.join(pieces[:2])
-    return ParsedTurn(message=message.strip(), raw_output=stored,
-                      is_answer=ANSWER_MARKER in message)
+    return ParsedTurn(message=message, raw_output=stored, is_answer=ANSWER_MARKER in message)
 
 
 def answer_text(message: str) -> str:
-    """The final answer carried by a message: the text after I WANT TO ANSWER:, else all of it."""
+    """The final answer carried by a message: the text between the first and the second
+    I WANT TO ANSWER:, else the whole message."""
     if ANSWER_MARKER in message:
-        return message.split(ANSWER_MARKER, 1)[1].strip()
+        return message.split(ANSWER_MARKER)[1]
     return message
 
 

@@ -4,16 +4,20 @@ Per task, the reference solution and the answer are run against the task's test 
 in *different* sandbox workers (a worker that ran a reference never runs an answer, so no
 answer can find a reference in memory inherited from its worker), each test bounded in time
 and memory. Their outputs come back in the safe wire format of
-:mod:`~sweet_rl.evaluation.sandbox_values` and are compared in this process:
-a test passes when both ran, the outputs are equal, and the reference output is not None.
+:mod:`~sweet_rl.evaluation.sandbox_values` and are compared in this process, as the published
+grader compares them in its own: a test passes when both ran and
+``reference_output == answer_output and reference_output is not None`` holds, reference on
+the left, an exception meaning "not passed" (:mod:`~sweet_rl.evaluation.sandbox_compare`).
 
 Two rule sets (recorded by the caller with every reward):
 
 - ``benchmark``: the published ColBench grader's rules, so numbers compare with the paper —
-  the code fence rules and word block list of :mod:`~sweet_rl.evaluation.code_extraction`,
-  and per test a fresh ``exec`` with separate globals and locals;
-- ``strict``: no block list, and the answer runs as a module (helpers, recursion and
-  imports work).
+  the word block list on the whole answer text, then the code fence rules of
+  :mod:`~sweet_rl.evaluation.code_extraction`, and per test a fresh ``exec`` with the published
+  grader's namespace (its module's globals, separate locals: see ``sandbox_child``);
+- ``strict``: no block list, the answer runs as a module (helpers, recursion and imports
+  work), and a test expression that is itself a comparison (``f(x) == 3``) has its operands
+  sent back and compared here, so the answer's ``__eq__`` cannot decide it.
 
 Tasks are spread over ``workers`` threads, each with its own pair of worker processes, so
 grading uses every core; references are cached, so k rollouts of a task run it once.
@@ -29,7 +33,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from sweet_rl.evaluation.code_extraction import extract_code, is_blocked
 from sweet_rl.evaluation.sandbox import SandboxWorker
-from sweet_rl.evaluation.sandbox_values import DecodeError, decode, outputs_match
+from sweet_rl.evaluation.sandbox_compare import resolve, verdict
+from sweet_rl.evaluation.sandbox_decode import DecodeError, decode
 
 logger = logging.getLogger(__name__)
 
@@ -40,14 +45,21 @@ GradeItem = Tuple[str, str, Dict[str, str]]  # (answer, reference code, {test na
 @dataclass
 class GradeResult:
     """One answer's verdict. ``tests`` holds one word per test: ``pass``, ``fail`` (ran,
-    different output), ``error:<Exception>``, ``timeout``, ``crash``, or ``reference:<why>``
-    when the reference itself gave no usable output."""
+    different output), ``fail:<Exception>`` (comparing the outputs raised, e.g. the ValueError
+    of a numpy array's truth value), ``error:<Exception>``, ``timeout``, ``crash``, ``blocked``,
+    or ``reference:<why>`` when the reference itself gave no usable output."""
 
     reward: float
     passed: int
     total: int
     blocked_word: Optional[str] = None
     tests: List[str] = field(default_factory=list)
+
+
+def _output(detail: str):
+    """The decoded output, with a comparing test's chain applied (strict rules); raises
+    DecodeError, or what applying the chain raised (as evaluating the test would have)."""
+    return resolve(decode(detail))
 
 
 def _verdict(reference: List[str], answer: List[str]) -> str:
@@ -60,12 +72,20 @@ def _verdict(reference: List[str], answer: List[str]) -> str:
     if status != "ok":
         return status
     try:
-        expected, got = decode(ref_detail), decode(detail)
+        expected = _output(ref_detail)
     except DecodeError:
-        return "crash"
+        return "reference:crash"
+    except Exception as error:  # noqa: BLE001 - the original's eval would have given None
+        return f"reference:{type(error).__name__}"
     if expected is None:
         return "reference:None"
-    return "pass" if outputs_match(expected, got) else "fail"
+    try:
+        got = _output(detail)
+    except DecodeError:
+        return "crash"
+    except Exception as error:  # noqa: BLE001
+        return f"error:{type(error).__name__}"
+    return verdict(expected, got)
 
 
 class Grader:
@@ -139,8 +159,9 @@ class Grader:
         tests = list(test_cases.values())
         if not tests:
             return GradeResult(0.0, 0, 0)
+        # the published grader tests the whole answer, prose included, before cutting the code
+        blocked = is_blocked(answer) if self.rules == "benchmark" else None
         code = extract_code(answer)
-        blocked = is_blocked(code) if self.rules == "benchmark" else None
         if blocked:
             return GradeResult(0.0, 0, len(tests), blocked_word=blocked, tests=["blocked"] * len(tests))
         # the answer runs while the reference does: two workers, both cores busy

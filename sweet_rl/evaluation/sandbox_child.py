@@ -11,6 +11,8 @@ every child needs is prepared once in the worker (the pristine builtins, the enc
 the per-test checks avoid touching objects they do not need.
 """
 
+import _ast
+import _queue
 import builtins
 import json
 import operator
@@ -18,7 +20,7 @@ import os
 import signal
 import sys
 
-from sandbox_values import encode, json_string
+from sandbox_values import encode, encode_comparison, json_string
 
 RESULT_FD, JOB_FD = 3, 4
 READY = b"ready\n"  # a careful child's first line: from here on the clock of its first test runs
@@ -111,16 +113,84 @@ def result_line(index, status, detail):
     return f'[{int(index)}, {json_string(status)}, {json_string(str(detail))}]\n'
 
 
-def _run_test(compiled, expression, rules):
+class _ImportOnUse(type(sys)):
+    """A module name that imports the module on its first attribute use. ``multiprocessing``
+    pulls in ``threading``, whose fork hook would run Python code in every child; only the
+    rare answer that uses the name without importing it pays for the import."""
+
+    def __getattr__(self, name):
+        real = __import__(self.__name__)
+        self.__dict__.update(real.__dict__)
+        return getattr(real, name)
+
+
+# The published grader calls ``exec(code)`` and ``eval(test)`` inside a function of its module
+# sweet_rl/utils/code_utils.py: the code's globals are that module's globals and its locals
+# are the function's locals. So its imports are usable without an import, ``__name__`` is the
+# module's dotted name (an ``if __name__ == "__main__":`` block does not run), and the names
+# ``function_definition`` and ``test_case`` are visible. The grader's own helper functions and
+# text constants are left out: no answer can mean to call them. A fresh copy per test, so an
+# answer's ``global`` statements cannot reach the next test (in the original they could).
+BENCHMARK_GLOBALS = {
+    "__name__": "sweet_rl.utils.code_utils", "__package__": "sweet_rl.utils", "__doc__": None,
+    "__file__": "sweet_rl/utils/code_utils.py", "__loader__": None, "__spec__": None,
+    "__builtins__": builtins.__dict__,
+    "multiprocessing": _ImportOnUse("multiprocessing"), "signal": signal, "Empty": _queue.Empty,
+}
+
+
+class Compared:
+    """A comparing test's operands, evaluated here, to be compared in the grader (strict)."""
+
+    __slots__ = ("codes", "operands")
+
+    def __init__(self, codes, operands):
+        self.codes, self.operands = codes, operands
+
+
+_OPERATOR_CODES = {_ast.Eq: "==", _ast.NotEq: "!=", _ast.Lt: "<", _ast.LtE: "<=", _ast.Gt: ">",
+                   _ast.GtE: ">=", _ast.In: "in", _ast.NotIn: "not in", _ast.Is: "is",
+                   _ast.IsNot: "is not"}
+
+
+def _comparison(expression):
+    """``(operator codes, compiled operands)`` when the test's top level is a comparison."""
+    tree = compile(expression, "<test>", "eval", _ast.PyCF_ONLY_AST)
+    if type(tree.body) is not _ast.Compare:
+        return None
+    operands = [tree.body.left] + list(tree.body.comparators)
+    compiled = [compile(_ast.Expression(body=node), "<test>", "eval") for node in operands]
+    return [_OPERATOR_CODES[type(op)] for op in tree.body.ops], compiled
+
+
+def _run_test(compiled, code, expression, rules):
     if rules == "benchmark":
-        # the published rules: separate globals and locals, so top-level helpers and imports
-        # are not visible from inside the answer's function
-        scope_globals, scope_locals = {}, {}
+        scope_globals = BENCHMARK_GLOBALS.copy()
+        scope_locals = {"function_definition": code, "test_case": expression}
         exec(compiled, scope_globals, scope_locals)
+        # the original calls locals() again for eval: that puts the function's own locals back
+        # and drops its unbound ones, ``e`` (of its ``except ... as e``) among them
+        scope_locals["function_definition"], scope_locals["test_case"] = code, expression
+        scope_locals.pop("e", None)
         return eval(expression, scope_globals, scope_locals)
     module = {"__name__": "__sandboxed__", "__builtins__": __builtins__}
     exec(compiled, module)
-    return eval(expression, module)
+    comparison = _comparison(expression)
+    if comparison is None:
+        return eval(expression, module)
+    # strict rules: a comparison's operators must not be the answer's methods; its operands
+    # go to the grader, all evaluated left to right (identity is decided here: it cannot lie)
+    ops, parts = comparison
+    operands = [eval(part, module) for part in parts]
+    codes = [("id1" if (operands[i] is operands[i + 1]) == (op == "is") else "id0")
+             if op in ("is", "is not") else op for i, op in enumerate(ops)]
+    return Compared(codes, operands)
+
+
+def _encode_output(value):
+    if type(value) is Compared:
+        return encode_comparison(value.codes, value.operands)
+    return encode(value)
 
 
 def run_tests(code, tests, start, rules, timeout=None, out=RESULT_FD):
@@ -143,11 +213,11 @@ def run_tests(code, tests, start, rules, timeout=None, out=RESULT_FD):
             try:
                 if timeout:
                     signal.setitimer(signal.ITIMER_REAL, timeout)
-                value = _run_test(compiled, tests[index], rules)
+                value = _run_test(compiled, code, tests[index], rules)
                 if timeout:
                     signal.setitimer(signal.ITIMER_REAL, 0)
                 BUILTINS.restore()
-                line = (index, "ok", encode(value))
+                line = (index, "ok", _encode_output(value))
             except _TestTimeout:
                 BUILTINS.restore()
                 line = (index, "timeout", f"over {timeout} s")
@@ -174,8 +244,8 @@ def warm_up(devnull_fd, rounds=12):
     """
     previous = signal.signal(signal.SIGALRM, _on_alarm)
     try:
-        code = "def f(x):\n    return [x, str(x), (x, 1.5), {x: None}, x == 1]\n"
-        tests = ["f(1)", "f('a')", "missing(1)"]
+        code = "def f(x):\n    return [x, str(x), (x, 1.5), {x: None}, {x}, x == 1]\n"
+        tests = ["f(1)", "f('a')", "missing(1)", "f(2) == [2]"]
         for _ in range(rounds):
             for rules in ("benchmark", "strict"):
                 run_tests(code, tests, 0, rules, timeout=3600, out=devnull_fd)

@@ -51,7 +51,9 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 REUSED_CPU_SECONDS = 3600  # a reused child is bounded per test by the clock, this is a backstop
 MAX_JOBS_PER_CHILD = 500  # a reused child is replaced after this many jobs
-MAX_REPLY_BYTES = 32 * 1024 * 1024  # a child that writes more than this is treated as crashed
+# a child that writes more than this is treated as crashed: room for a few outputs of the
+# largest size the wire format carries (sandbox_values.MAX_BYTES), escaped once more
+MAX_REPLY_BYTES = 160 * 1024 * 1024
 SETUP_LIMIT = 10.0  # seconds a child may take to confine itself before its first test
 FAST_GRACE = 0.5  # seconds on top of the tests' own bounds before a fast run is given up
 FAST_SETUP = 2.0  # seconds a fresh child of a fast run may take to confine itself
@@ -62,7 +64,9 @@ class _Child:
 
     def __init__(self, pid, job_fd, result_fd):
         self.pid, self.job_fd, self.result_fd = pid, job_fd, result_fd
-        self.buffer, self.received, self.jobs, self.ready = b"", 0, 0, False
+        # bytes of an unfinished line, as a list of chunks: joined only when a newline comes,
+        # so a line of many megabytes is not copied once per chunk
+        self.pieces, self.received, self.jobs, self.ready = [], 0, 0, False
 
 
 class Worker:
@@ -145,6 +149,7 @@ class Worker:
             if reuse:
                 write_all(child.job_fd, (json.dumps(task) + "\n").encode())
             child.jobs += 1
+            child.received = 0  # the reply bound is per job (a reused child serves many)
             reached, healthy = self._collect(child, job, index, results, fast)
             if healthy and reuse and child.jobs < MAX_JOBS_PER_CHILD:
                 self.reusable = child
@@ -193,13 +198,17 @@ class Worker:
                     return index, False
                 results[index] = ["crash", "output too large"]
                 return index + 1, False
-            if not child.ready and (child.buffer + chunk).startswith(READY):
+            if b"\n" not in chunk:
+                child.pieces.append(chunk)
+                continue
+            data = b"".join(child.pieces) + chunk if child.pieces else chunk
+            if not child.ready and data.startswith(READY):
                 child.ready = True
-                chunk = (child.buffer + chunk)[len(READY):]
-                child.buffer = b""
+                data = data[len(READY):]
                 if not fast:
                     deadline = time.monotonic() + timeout
-            *lines, child.buffer = (child.buffer + chunk).split(b"\n")
+            *lines, rest = data.split(b"\n")
+            child.pieces = [rest] if rest else []
             for raw in lines:
                 try:
                     number, status, detail = json.loads(raw)

@@ -1,8 +1,10 @@
 """Prompt templates (package data) and the placeholder filling rules.
 
-Templates use ``{problem_description}``, ``{hidden_information}`` and ``{dialogue_history}``.
-Only those names are substituted; every other brace is left alone, so templates that contain
-code (or the official SWEET-RL prompt files) work without escaping.
+Agent prompts are system messages used verbatim (the original substitutes nothing in them; its
+agent prompt file ends with a literal ``{dialogue_history}``). Simulator templates use
+``{problem_description}``, ``{hidden_information}`` and ``{dialogue_history}``; only those
+names are substituted and every other brace is left alone, so templates that contain code (or
+the official SWEET-RL prompt files) work without escaping.
 """
 
 from __future__ import annotations

@@ -1,17 +1,18 @@
 """The critic's judgement of each candidate (the rank stage's logic).
 
-``judge_result[k] = critic(candidate_k | context) - reference_k``, where the context is the
+``judge_result[k] = critic(context + candidate_k) - reference_k``, where the context is the
 turn's ``input_with_ground_truth`` (the critic was trained with the reference solution in
 front; ``--no_use_ground_truth`` gives it the plain ``input`` instead, the paper's ablation),
-and both terms are per-token means (SWEET-RL's length normalisation) or, with ``--use_sum``,
-sums (the paper's ablation that collapses training). The reference is the sampling model's
-score stored by the sample stage, computed without the ground truth -- the original code's
-choice (DESIGN.md section 2).
+the critic term covers the tokens ``--score_tokens`` names (:mod:`sweet_rl.stepwise.spans`;
+by default the original's: the whole text), and both terms are per-token means (SWEET-RL's
+length normalisation) or, with ``--use_sum``, sums over the same tokens (the paper's ablation
+that collapses training). The reference is the sampling model's score stored by the sample
+stage, computed without the ground truth -- the original code's choice (DESIGN.md section 2).
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 from sweet_rl.records import StepSample
 from sweet_rl.stepwise.scoring import Score, mean_of
@@ -30,6 +31,15 @@ def judge_results(critic_scores: Sequence[Score], sample: StepSample,
 
 def critic_context(sample: StepSample, use_ground_truth: bool = True) -> str:
     return sample.input_with_ground_truth if use_ground_truth else sample.input
+
+
+def critic_items(tokenizer, samples: Sequence[StepSample], use_ground_truth: bool,
+                 mode: str) -> List[Tuple[List[List[int]], List[int]]]:
+    """Per turn: the token rows of the critic's texts and each row's first scored position."""
+    from sweet_rl.stepwise.spans import critic_rows
+
+    return [critic_rows(tokenizer, critic_context(s, use_ground_truth), s.additional_outputs, mode)
+            for s in samples]
 
 
 def ranked(sample: StepSample, judge: List[float]) -> Dict[str, Any]:

@@ -4,6 +4,10 @@ The reference log-prob of a candidate is its log-prob under the model that sampl
 conditioned on the turn's ``input`` (no ground truth): the rank stage subtracts it from the
 critic's, so that ``judge_result`` measures what the critic adds over the agent itself.
 Both the mean per token (what SWEET-RL ranks with) and the sum are kept.
+
+As in the original (vLLM's per-token ``logprobs`` of each sample), the candidate's tokens
+include the end-of-turn token it stopped on, although its text does not; ``include_stop=False``
+leaves that token out. A candidate cut at ``max_new_tokens`` has no stop token.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ class HFSampler:
 
     def __init__(self, model_path: str, temperature: float = 1.0, max_new_tokens: int = 1024,
                  device: Optional[str] = None, dtype: str = "auto", batch_size: int = 16,
-                 prompt_cache: bool = True):
+                 prompt_cache: bool = True, include_stop: bool = True):
         from sweet_rl.hf_generation import HFGenerator
         from sweet_rl.stepwise.scoring import ContinuationScorer
 
@@ -43,21 +47,28 @@ class HFSampler:
         self.scorer = ContinuationScorer(model=self.generator.model,
                                          tokenizer=self.generator.tokenizer,
                                          batch_size=batch_size, prompt_cache=prompt_cache)
+        self.include_stop = include_stop
 
     def sample(self, prompts: List[str], n: int, seeds: List[int]) -> List[Tuple[List[str], List[Score]]]:
         results = []
         for prompt, seed in zip(prompts, seeds):
-            outputs = self.generator.generate([prompt] * int(n), seeds=candidate_seeds(seed, n))
-            results.append((outputs, self.scorer.score(prompt, outputs)))
+            done = self.generator.generate_with_stops([prompt] * int(n), seeds=candidate_seeds(seed, n))
+            texts = [g.text for g in done]
+            # the stop token is scored after the text, as vLLM's token_ids/logprobs hold it
+            suffixes = [[g.stop_id] if self.include_stop and g.stop_id is not None else []
+                        for g in done]
+            results.append((texts, self.scorer.score(prompt, texts, suffixes)))
         return results
 
 
 def build_sampler(backend: str, model_path: str, temperature: float, max_new_tokens: int,
-                  device: Optional[str], dtype: str, batch_size: int, seed: int):
+                  device: Optional[str], dtype: str, batch_size: int, seed: int,
+                  include_stop: bool = True):
     if backend == "hf":
-        return HFSampler(model_path, temperature, max_new_tokens, device, dtype, batch_size)
+        return HFSampler(model_path, temperature, max_new_tokens, device, dtype, batch_size,
+                         include_stop=include_stop)
     if backend == "vllm":
         from sweet_rl.stepwise.vllm_backend import VLLMSampler
 
-        return VLLMSampler(model_path, temperature, max_new_tokens, seed)
+        return VLLMSampler(model_path, temperature, max_new_tokens, seed, include_stop=include_stop)
     raise ValueError(f"unknown backend {backend!r}; choose hf or vllm")

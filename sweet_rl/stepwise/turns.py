@@ -3,16 +3,19 @@
 A step record holds what the agent saw at that turn (``input``, the chat-formatted prompt),
 what it wrote then (``older_output``), the trajectory's ``reward``, the task's
 ``ground_truth``, the same prompt behind the critic's training-time prefix
-(``input_with_ground_truth``) and ``messages``: the chat messages *before* the turn, i.e.
-the conversation its prompt was formatted from. The sample stage adds the candidates.
+(``input_with_ground_truth``) and ``messages``: the dialogue up to and including this
+assistant turn, each entry exactly as stored in the trajectory (role, content, and on the
+assistant turns ``input``/``output`` and any other keys) -- what the original wrote. The
+sample stage adds the candidates.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import os
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from sweet_rl.evaluation.preferences import GROUND_TRUTH_PREFIX
 from sweet_rl.records import RecordError, Trajectory
@@ -37,13 +40,20 @@ def fraction_count(total: int, fraction: float) -> int:
     return max(1, int(total * fraction))
 
 
-def turn_records(trajectory: Trajectory) -> List[Dict[str, Any]]:
-    """Step records (without candidates) for every assistant turn, in dialogue order."""
+def turn_records(trajectory: Trajectory,
+                 stored_history: Optional[List[Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
+    """Step records (without candidates) for every assistant turn, in dialogue order.
+
+    ``stored_history`` is the row's ``dialogue_history`` as read from the file: ``messages``
+    copies its entries with their keys in the file's order; without it they are rebuilt
+    from the parsed turns (same keys and values).
+    """
     if trajectory.reward is None:
         raise RecordError("missing (run the evaluate stage first)", field="reward")
     truth = trajectory.task.ground_truth
+    if stored_history is None:
+        stored_history = [turn.to_dict() for turn in trajectory.dialogue_history]
     records: List[Dict[str, Any]] = []
-    seen: List[Dict[str, str]] = []
     for index, turn in enumerate(trajectory.dialogue_history):
         if turn.role == "assistant":
             for key in ("input", "output"):
@@ -56,9 +66,8 @@ def turn_records(trajectory: Trajectory) -> List[Dict[str, Any]]:
                 "older_output": turn.output,
                 "reward": trajectory.reward,
                 "ground_truth": truth,
-                "messages": [dict(m) for m in seen],
+                "messages": copy.deepcopy(stored_history[:index + 1]),
             })
-        seen.append(turn.chat_message())
     return records
 
 
@@ -78,7 +87,7 @@ def read_turn_records(path: str, data_fraction: float = 1.0) -> Tuple[List[Dict[
     from sweet_rl.io import iter_jsonl
 
     keep = fraction_count(_count_rows(path), data_fraction)
-    parse = lambda data: turn_records(Trajectory.from_dict(data))  # noqa: E731
+    parse = lambda data: turn_records(Trajectory.from_dict(data), data["dialogue_history"])  # noqa: E731
     per_row = list(itertools.islice(iter_jsonl(path, parse), keep))
     return [record for rows in per_row for record in rows], len(per_row)
 

@@ -16,7 +16,7 @@ import importlib.util
 import json
 import logging
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,13 @@ COMMON_DEFAULTS: Dict[str, Any] = {
     "weight_decay": 0.0,
     "max_grad_norm": 1.0,
     "deepspeed_config": None,
+    # openrlhf flags of the original README (see apply_original_flags)
+    "eval_steps": None,
+    # the original's openrlhf fork keeps the first 3% of --dataset out of training (its eval
+    # split); published numbers were trained on the other 97%
+    "eval_holdout": 0.03,
+    "use_wandb": None,
+    "wandb_run_name": None,
 }
 
 DPO_DEFAULTS: Dict[str, Any] = dict(
@@ -122,6 +129,50 @@ def resolve_options(explicit: Dict[str, Any], config_path: Optional[str],
     options = dict(defaults)
     options.update(load_config_file(config_path, defaults))
     options.update({k: v for k, v in explicit.items() if v is not None and k in defaults})
+    return options
+
+
+def split_holdout(items: List[Any], fraction: float) -> Tuple[List[Any], List[Any]]:
+    """``(trained, held out)``: the first ``int(len * fraction)`` items are held out, as the
+    original's openrlhf fork holds out the first 3% of a JSONL dataset that has no test split."""
+    fraction = float(fraction)
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError(f"--eval_holdout must be in [0, 1), got {fraction}")
+    cut = int(len(items) * fraction)
+    return list(items[cut:]), list(items[:cut])
+
+
+def apply_original_flags(options: Dict[str, Any], stage: str) -> Dict[str, Any]:
+    """Give the original's openrlhf logging flags their meaning here, before any work starts.
+
+    ``--use_wandb KEY`` logs to Weights & Biases through the Trainer (``report_to`` gains
+    ``wandb``); the key reaches wandb as ``WANDB_API_KEY`` in this process's environment
+    (a key already there wins, as openrlhf only logged in when wandb had no key) and is
+    replaced by ``True`` in ``options``, so no sidecar or metrics file ever holds it. The
+    project defaults to openrlhf's ``openrlhf_train_dpo`` / ``openrlhf_train_sft`` unless
+    ``WANDB_PROJECT`` is set. ``--wandb_run_name`` is the run's name. ``--eval_steps`` gets a
+    notice: there is no evaluation split here.
+    """
+    from sweet_rl.cli.common import notice_once
+
+    if options.get("eval_steps") is not None:
+        notice_once("--eval_steps ignored: the held-out share of --dataset (--eval_holdout, the "
+                    "original's first 3%) is kept out of training but not evaluated here")
+    key = options.get("use_wandb")
+    if key is not None and key is not False and str(key) not in ("", "False", "None"):
+        if importlib.util.find_spec("wandb") is None:
+            raise ValueError("--use_wandb needs the wandb package, which is not installed "
+                             "(pip install wandb), or leave --use_wandb out")
+        if str(key) != "True":  # a bare --use_wandb: the login wandb already has
+            os.environ.setdefault("WANDB_API_KEY", str(key))
+        os.environ.setdefault("WANDB_PROJECT", f"openrlhf_{stage}")
+        reporters = options.get("report_to") or "none"
+        reporters = [] if reporters == "none" else (
+            [reporters] if isinstance(reporters, str) else list(reporters))
+        options["report_to"] = reporters + ["wandb"] if "wandb" not in reporters else reporters
+        options["use_wandb"] = True
+    else:
+        options["use_wandb"] = None
     return options
 
 

@@ -1,8 +1,10 @@
 """Reading training files into tokenised examples (lists of dicts the collators take).
 
 * Preference pairs: ``{"chosen", "rejected"}`` or ``{"prompt", "chosen", "rejected"}`` per
-  line (critic pairs from evaluate, DPO pairs from pair); other key names by flag. A missing
-  or mistyped field raises :class:`~sweet_rl.records.RecordError` with file, line and field.
+  line (critic pairs from evaluate, DPO pairs from pair); other key names by flag. A side is
+  a string or, as in the original's frontend critic pairs, an ``{"input", "output"}`` object
+  whose text is ``input + output``. A missing or mistyped field raises
+  :class:`~sweet_rl.records.RecordError` with file, line and field (``chosen.output``...).
 * Trajectories for rejection fine-tuning: rows whose ``reward`` is at least ``min_reward``;
   the text is the last assistant turn's ``input + output`` (the whole chat-formatted
   dialogue) plus the end-of-turn token -- the agent's raw output is decoded without it.
@@ -32,9 +34,17 @@ def _pair_parser(chosen_key: str, rejected_key: str, prompt_key: Optional[str]):
         try:
             return PreferencePair.from_dict(renamed)
         except RecordError as err:
-            raise RecordError(err.message, field=names.get(err.field, err.field)) from None
+            raise RecordError(err.message, field=_file_field(err.field, names)) from None
 
     return parse
+
+
+def _file_field(field: Optional[str], names) -> Optional[str]:
+    """``rejected.output`` -> ``<rejected_key>.output``: errors name the file's own keys."""
+    if not field:
+        return field
+    head, dot, rest = field.partition(".")
+    return names.get(head, head) + dot + rest
 
 
 def read_preference_pairs(path: str, chosen_key: str = "chosen", rejected_key: str = "rejected",

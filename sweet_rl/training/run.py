@@ -98,6 +98,19 @@ def _leave_process_group() -> None:
         dist.destroy_process_group()
 
 
+def _held_out(items, options: Dict[str, Any], what: str):
+    """The items trained on, after the original's hold-out (``--eval_holdout``)."""
+    from sweet_rl.training.config import split_holdout
+
+    trained, held = split_holdout(items, options.get("eval_holdout", 0.0))
+    if not trained:
+        raise ValueError(f"{options['dataset']}: nothing left to train on after holding out "
+                         f"{len(held)} {what} (--eval_holdout {options['eval_holdout']})")
+    logger.info("training on %d %s; the first %d are held out (--eval_holdout %s, as the "
+                "original's training fork)", len(trained), what, len(held), options["eval_holdout"])
+    return trained
+
+
 def train_preference(options: Dict[str, Any]) -> Dict[str, Any]:
     """DPO / Bradley-Terry training from resolved ``options`` (see ``config.DPO_DEFAULTS``)."""
     import torch
@@ -114,6 +127,7 @@ def train_preference(options: Dict[str, Any]) -> Dict[str, Any]:
                  else "mean" if options["mean_log_prob"] else "sum")
     pairs = read_preference_pairs(options["dataset"], options["chosen_key"],
                                   options["rejected_key"], options["prompt_key"])
+    pairs = _held_out(pairs, options, "pairs")
     examples = tokenize_pairs(pairs, seq)
     args = make_args(options, accumulation, ds_config, local_rank)  # sets up distributed
     collator = PreferenceCollator(tokenizer.pad_token_id)
@@ -161,6 +175,7 @@ def train_sft(options: Dict[str, Any]) -> Dict[str, Any]:
     start = time.time()
     tokenizer, seq, use_ds, ds_config, accumulation, local_rank, make_args = _setup(options)
     examples = read_sft_examples(options["dataset"], seq, float(options["min_reward"]))
+    examples = _held_out(examples, options, "examples")
     args = make_args(options, accumulation, ds_config, local_rank)
     model = load_causal_lm(options["pretrain"], options, use_ds)
     trainer = Trainer(

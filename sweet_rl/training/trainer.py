@@ -147,6 +147,7 @@ def training_arguments(options: Dict[str, Any], gradient_accumulation: int,
         save_steps=save_steps if save_steps > 0 else 500,
         save_only_model=True,
         report_to=options["report_to"] or "none",
+        run_name=options.get("wandb_run_name"),  # the original's --wandb_run_name
         bf16=bf16,
         use_cpu=use_cpu,
         **checkpointing,

@@ -233,3 +233,90 @@ def test_script_runs_by_subprocess(run_a, tmp_path):
     result = subprocess.run([sys.executable, script, bad], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert f"error: {bad}, line 1: field 'task.ground_truth': missing" in result.stderr
+
+
+def _picture(path, colour, box=None, size=(320, 240)):
+    """A screenshot stand-in drawn with Pillow (the format follows the file's suffix)."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", size, colour)
+    if box:
+        ImageDraw.Draw(image).rectangle(box, fill="navy")
+    image.save(path)
+    return str(path)
+
+
+def test_original_rows_no_answer_and_image_answers_without_a_browser(tmp_path, capsys):
+    """The three answer forms, scored from pictures on disk (reference screenshots given, so
+    nothing is rendered and no browser is needed):
+
+    - ``"No answer"`` (the agent never showed a page): black 224x224, as the original scored
+      it -- no render_error, since no page is not an error;
+    - a path to an existing .png / .jpg (relative to the file's folder, or absolute): that file;
+    - a path to a missing picture: black, with the reason in render_error.
+    Row 0 answers with a copy of its reference, so it scores exactly 1.0; rows 2 and 5 are
+    scored black against the same reference, so they score alike.
+    """
+    shots = tmp_path / "shots"
+    shots.mkdir()
+    reference = _picture(shots / "reference.png", "white", (40, 30, 280, 90))
+    same = _picture(tmp_path / "same.png", "white", (40, 30, 280, 90))  # identical pixels
+    other_jpg = _picture(tmp_path / "other.jpg", "orange", (10, 150, 120, 230))
+    other_png = _picture(shots / "other.png", "lightgreen")
+    task = {"problem_description": "A landing page", "ground_truth": "<html><body>ref</body></html>"}
+    history = [{"role": "user", "content": task["problem_description"]},
+               {"role": "assistant", "content": "<html><body>x</body></html>", "input": "<p>",
+                "output": "OUTPUT: <html><body>x</body></html>"}]
+    answers = ["same.png",  # relative: read against the trajectory file's folder
+               "other.jpg",
+               "No answer",
+               other_png,  # absolute
+               "gone.jpg",  # missing: black, with the reason
+               "shots/missing.png"]
+    rows = [{"task": task, "dialogue_history": history, "answer": answer,
+             "reference_screenshot": "shots/reference.png"} for answer in answers]
+    path = write(tmp_path / "run.jsonl", rows)
+    metrics = evaluate_html.main(path, k=1, preference_path=str(tmp_path / "pairs.jsonl"),
+                                 threshold=0.0, **CLIP)
+    out = read(path)
+    rewards = [r["reward"] for r in out]
+    assert metrics["rendered"] == 0 and metrics["render_failed"] == 0 and metrics["evaluated"] == 6
+    assert rewards[0] == 1.0
+    assert rewards[2] == pytest.approx(rewards[4], abs=1e-6) == pytest.approx(rewards[5], abs=1e-6)
+    assert len({round(r, 6) for r in rewards[:4]}) == 4  # four different pictures
+    assert "render_error" not in out[0] and "render_error" not in out[2] and "render_error" not in out[3]
+    assert out[4]["render_error"] == "answer: answer screenshot gone.jpg not found"
+    assert out[5]["render_error"] == "answer: answer screenshot shots/missing.png not found"
+    assert all("answer_screenshot" not in r for r in out)  # the answers keep their own paths
+    assert [r["answer"] for r in out] == answers
+    # ours, then the original's three lines: the mean over all rows as a bare number, the
+    # best-of-k mean (k=1: the same mean), the number of pairs written
+    lines = capsys.readouterr().out.strip().splitlines()
+    mean = sum(rewards) / 6
+    assert lines[-4].startswith("evaluate_html: 6 trajectories (6 tasks x 1)")
+    assert lines[-3] == str(metrics["mean_reward"]) and metrics["mean_reward"] == pytest.approx(mean)
+    assert lines[-2] == f"Best-of-1 Average reward: {sum(rewards) / 6}"
+    assert lines[-1] == "Number of preference pairs: 0"  # k=1: one rollout per task, no pairs
+
+
+def test_temp_path_is_the_screenshot_folder_and_train_is_accepted(tmp_path, capsys, caplog):
+    """The original's ``evaluate_html.py SAVED K TEMP_PATH``: pages it renders go to TEMP_PATH
+    (here nothing needs rendering: the answer is "No answer" and the reference screenshot is
+    there, found by its content name in TEMP_PATH). ``--train`` only gets a notice."""
+    from sweet_rl.screenshots import screenshot_path
+
+    task = {"problem_description": "p", "ground_truth": "<html><body>ref</body></html>"}
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    _picture(screenshot_path(str(scratch), task["ground_truth"], "reference"), "white", (5, 5, 50, 50))
+    path = write(tmp_path / "run.jsonl", [{"task": task, "dialogue_history": [], "answer": "No answer"}])
+    with caplog.at_level("WARNING"):
+        metrics = evaluate_html.main(path, 1, str(scratch), train=True, **CLIP)
+    assert metrics["rendered"] == 0
+    (data,) = read(path)
+    assert data["reference_screenshot"] == os.path.join("scratch", os.path.basename(
+        screenshot_path(str(scratch), task["ground_truth"], "reference")))
+    notices = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("--temp_path (the original's screenshot folder)") for m in notices)
+    assert any(m.startswith("--train has no effect") for m in notices)
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("Best-of-1 Average reward: ")

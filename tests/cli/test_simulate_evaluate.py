@@ -71,8 +71,16 @@ def test_evaluate_scores_answers_and_writes_both_pair_files(tmp_path, capsys):
                                  ground_truth_preference_path=str(tmp_path / "gt.jsonl"))
     rewards = [t.reward for t in read_jsonl(str(path), Trajectory.from_dict)]
     assert rewards[0] == 1.0 and rewards[1] == 0.0 and rewards[3] == 1.0
-    assert 0.0 < rewards[2] < 1.0  # 4.0 is right for the light local parcels only
+    assert rewards[2] == 0.1  # 4.0 is right for the light local parcel only: 1 test of 10
     assert metrics == {"correctness": 100.0, "success": 100.0, "pairs": 2}
+    # our line first, then the original's lines in its format: over all rows
+    # (1 + 0 + 0.1 + 1) / 4 = 0.525 and 2 of 4 rows at 1; best-of-2 per task max(1, 0.1) and
+    # max(0, 1), both 1; two pairs (each task's rollout at 1 against the worse one)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("evaluate_code: 4 trajectories (2 tasks x 2), best-of-2 tests passed 100.0%")
+    assert out[1:] == ["Average correctness: 0.525", "Number of trajectories: 4",
+                       "Percentage of correct trajectories: 0.5", "Best-of-2 Average correctness: 1.0",
+                       "Best-of-2 percentage of correct trajectories: 1.0", "Number of preference pairs: 2"]
     plain = read_jsonl(str(tmp_path / "plain.jsonl"))
     gt = read_jsonl(str(tmp_path / "gt.jsonl"))
     first = rows[0]["dialogue_history"][-1]
@@ -81,9 +89,10 @@ def test_evaluate_scores_answers_and_writes_both_pair_files(tmp_path, capsys):
     prefix = f"In light that the final answer is: {tasks[0].ground_truth}."
     assert gt[0]["chosen"] == prefix + plain[0]["chosen"] and gt[0]["rejected"] == prefix + plain[0]["rejected"]
     assert gt[1]["chosen"].startswith(f"In light that the final answer is: {tasks[1].ground_truth}.")
-    # A second run reuses the rewards instead of grading again.
+    # A second run reuses the rewards instead of grading again (and writes no pairs).
     evaluate_code.main(str(path), k=2)
-    assert "graded 0" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "graded 0" in out and "Average correctness: 0.525\n" in out and "preference pairs:" not in out
 
 
 def test_evaluate_rejects_a_layout_that_does_not_match_k(tmp_path):

@@ -109,6 +109,18 @@ def test_pages_the_agent_shows_reach_the_vlm_and_become_the_answer(
     for row in rows:
         assert row.answer == page and resolve(row.extra["answer_screenshot"], str(out)) == shot
         turns = row.assistant_turns
-        assert len(turns) == 2 and all(t.content == "How is this? [SEE RENDERED HTML]" for t in turns)
+        # the agent's later prompts hold its pages, as the original's did
+        assert len(turns) == 2 and all(t.content == f" How is this? {page}" for t in turns)
+        assert page in turns[1].input
         assert row.dialogue_history[2].role == "user"  # the VLM answered between the turns
     assert os.path.isfile(shot)
+
+    hidden = tmp_path / "hidden.jsonl"
+    with FakeOpenAIServer([Step(200, body=completion(f"OUTPUT: How is this? {page}"))]) as server:
+        simulate.main(agent_backend="openai", agent_model="fake", agent_base_url=server.base_url,
+                      env_model=tiny_vlm, task_type="html", input_path=str(FRONTEND),
+                      num_tasks=1, max_steps=2, simulator_max_tokens=6, device="cpu",
+                      render_workers=1, output_path=str(hidden), page_placeholder=True)
+    [row] = read_jsonl(str(hidden), Trajectory.from_dict)
+    assert [t.content for t in row.assistant_turns] == [" How is this? [SEE RENDERED HTML]"] * 2
+    assert page not in row.assistant_turns[1].input and row.answer == page

@@ -38,15 +38,32 @@ def test_dialogues_with_the_served_simulator(server, tiny_model_dir, tmp_path):
         assert replies and all(0 < len(t.content) <= 400 for t in replies)
 
 
-def test_wrong_served_model_name_ends_dialogues_with_recorded_error(server, tiny_model_dir, tmp_path):
+def test_wrong_served_model_name_is_recorded_in_every_dialogue(server, tiny_model_dir, tmp_path,
+                                                              capsys):
+    # As in the original, a rejected request makes the human say "No response." and the
+    # dialogue goes on; each rejection is recorded in the row and counted in the metrics line.
     port = int(server.rsplit(":", 1)[1].split("/")[0])
     out = tmp_path / "traj.jsonl"
     simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
                   env_model="not-the-served-model", num_tasks=1, max_steps=3, max_new_tokens=8,
                   output_path=str(out), device="cpu")
     [traj] = read_jsonl(str(out), Trajectory.from_dict)
+    assert "error" not in traj.extra and len(traj.assistant_turns) == 3
+    assert [t.content for t in traj.dialogue_history[2::2]] == ["No response."] * 2
+    assert len(traj.extra["simulator_errors"]) == 2
+    assert all(e.startswith("simulator: HTTP 400") for e in traj.extra["simulator_errors"])
+    assert "dialogues with simulator errors 1" in capsys.readouterr().out
+
+
+def test_stop_on_rejected_request_ends_the_dialogue_with_the_error(server, tiny_model_dir, tmp_path):
+    port = int(server.rsplit(":", 1)[1].split("/")[0])
+    out = tmp_path / "traj.jsonl"
+    simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
+                  env_model="not-the-served-model", num_tasks=1, max_steps=3, max_new_tokens=8,
+                  output_path=str(out), device="cpu", stop_on_rejected_request=True)
+    [traj] = read_jsonl(str(out), Trajectory.from_dict)
     assert traj.extra["error"].startswith("simulator: HTTP 400")
-    assert len(traj.assistant_turns) == 1
+    assert len(traj.assistant_turns) == 1 and traj.answer == "No answer"
 
 
 def test_unreachable_simulator_fails_fast_naming_the_url(tiny_model_dir, tmp_path):

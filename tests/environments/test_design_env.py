@@ -80,11 +80,11 @@ def bakery() -> Task:
     return load_tasks(None, 1, task_type="html")[0]  # header in Tailwind's yellow-800
 
 
-def make(task, renderer, folder, max_steps=10):
+def make(task, renderer, folder, max_steps=10, **kwargs):
     return make_env("html", task, load_prompt(None, "agent", "html"),
                     load_prompt(None, "user", "html"), max_steps=max_steps, renderer=renderer,
                     screenshot_dir=str(folder / "run_screenshots"),
-                    output_path=str(folder / "run.jsonl"))
+                    output_path=str(folder / "run.jsonl"), **kwargs)
 
 
 def pixel(png: bytes, x: int, y: int):
@@ -113,27 +113,29 @@ def test_pages_are_rendered_shown_to_the_simulator_and_answered(pool, tmp_path):
     simulator = RecordingSimulator()
     [traj] = run_dialogues([env], ScriptedAgent(script), simulator)
 
-    # The page is stored under its content name; the turn shows the placeholder instead.
+    # The page is stored under its content name; the turn's content keeps it, as the
+    # original's did (the text after OUTPUT:, not stripped).
     page_png = screenshot_path(str(tmp_path / "run_screenshots"), RED_PAGE)
     ref_png = screenshot_path(str(tmp_path / "run_screenshots"), task.ground_truth, "reference")
     assert os.path.isfile(page_png) and os.path.isfile(ref_png)
     turn = traj.dialogue_history[1]
-    assert turn.content == "Here is a draft:\n[SEE RENDERED HTML]\nDoes it look right?"
+    assert turn.content == f" Here is a draft:\n{RED_PAGE}\nDoes it look right?"
     assert turn.output == first and turn.input == "PROMPT0"
     assert turn.extra == {"html": RED_PAGE, "screenshot": "run_screenshots/" + os.path.basename(page_png)}
     assert traj.dialogue_history[3].extra == {"html": None, "screenshot": None}
     # Replies are cut to 1000 characters.
     assert [len(t.content) for t in traj.dialogue_history[2::2]] == [1000, 1000]
 
-    # Turn 1: one user message: the filled prompt, the agent's page, the reference page.
+    # Turn 1: one user message (no system message): the prompt as written, the agent's page,
+    # the reference page. As in the original, the human sees no conversation text.
     assert len(simulator.seen) == 2
     [message] = simulator.seen[0]
     assert message["role"] == "user"
     parts = message["content"]
     assert [p["type"] for p in parts] == ["text", "text", "image_url", "text", "image_url"]
     prompt = parts[0]["text"]
-    assert task.problem_description in prompt and "[SEE RENDERED HTML]" in prompt
-    assert task.ground_truth not in prompt and "tailwind" not in prompt.lower()
+    assert prompt == load_prompt(None, "user", "html")
+    assert task.problem_description not in prompt and "Does it look right" not in prompt
     assert (parts[1]["text"], parts[3]["text"]) == (AGENT_PAGE_INTRO, REFERENCE_INTRO)
     agent_image, reference_image = decoded(parts[2]), decoded(parts[4])
     assert agent_image == open(page_png, "rb").read()
@@ -146,7 +148,7 @@ def test_pages_are_rendered_shown_to_the_simulator_and_answered(pool, tmp_path):
     assert [p["type"] for p in parts] == ["text", "text", "text", "image_url"]
     assert parts[1]["text"] == NO_PAGE_NOTE and decoded(parts[3]) == reference_image
 
-    # The answer is the last page shown, although the final message holds none.
+    # The answer is the last page written, although the final message holds none.
     assert traj.answer == RED_PAGE
     assert resolve(traj.extra["answer_screenshot"], str(tmp_path / "run.jsonl")) == page_png
     assert resolve(traj.extra["reference_screenshot"], str(tmp_path / "run.jsonl")) == ref_png
@@ -182,11 +184,30 @@ def test_a_page_that_fails_to_render_is_not_shown(pool, fast_pool, tmp_path):
     simulator = RecordingSimulator(reply="fine")
     [traj] = run_dialogues([make(task, fast_pool, tmp_path)], ScriptedAgent(script), simulator)
     failed = traj.dialogue_history[3]
-    assert failed.content == "second [SEE RENDERED HTML]"
+    assert failed.content == f" second {SLOW_PAGE}"
     assert failed.extra["html"] == SLOW_PAGE and failed.extra["screenshot"] is None
     assert "imeout" in failed.extra["render_error"]
     assert simulator.seen[1][0]["content"][1]["text"] == NO_PAGE_NOTE
-    assert traj.answer == green and traj.extra["answer_screenshot"].endswith(".png")
+    # As in the original, the answer is the last page written even though it did not render
+    # (the original stored no screenshot path then, which scores as a black image).
+    assert traj.answer == SLOW_PAGE and traj.extra["answer_screenshot"] is None
+
+
+def test_page_placeholder_hides_pages_from_later_prompts(pool, tmp_path):
+    task = bakery()
+    env = make(task, pool, tmp_path, page_placeholder=True)
+    script = [f"OUTPUT: Here:\n{RED_PAGE}\nRight?", "OUTPUT: I WANT TO ANSWER: done"]
+    agent = ScriptedAgent(script)
+    [traj] = run_dialogues([env], agent, RecordingSimulator(reply="ok"))
+    assert traj.dialogue_history[1].content == " Here:\n[SEE RENDERED HTML]\nRight?"
+    assert traj.dialogue_history[1].extra["html"] == RED_PAGE and traj.answer == RED_PAGE
+
+
+def test_a_dialogue_without_any_page_has_no_answer(pool, tmp_path):
+    env = make(bakery(), pool, tmp_path, max_steps=2)
+    [traj] = run_dialogues([env], ScriptedAgent(["OUTPUT: a question?", "OUTPUT: another?"]),
+                           RecordingSimulator(reply="ok"))
+    assert traj.answer == "No answer" and traj.extra["answer_screenshot"] is None
 
 
 def test_a_reference_that_fails_to_render_ends_the_dialogue(fast_pool, tmp_path):
@@ -198,7 +219,7 @@ def test_a_reference_that_fails_to_render_ends_the_dialogue(fast_pool, tmp_path)
     for traj in trajs:
         assert traj.extra["error"].startswith("reference page did not render: ")
         assert "imeout" in traj.extra["error"]
-        assert traj.answer == "" and traj.extra["reference_screenshot"] is None
+        assert traj.answer == "No answer" and traj.extra["reference_screenshot"] is None
         assert len(traj.dialogue_history) == 1  # the request only
         assert Trajectory.from_dict(json.loads(json.dumps(traj.to_dict()))).extra == traj.extra
     assert agent.calls == 0 and simulator.seen == []

@@ -36,8 +36,9 @@ def test_split_replaces_only_the_page():
 
 def test_only_the_text_after_output_counts():
     raw = "<html>draft while thinking</html> OUTPUT: Shown: <html>final</html> OUTPUT: <html>x</html>"
-    assert page_from_output(raw) == (f"Shown: {PAGE_PLACEHOLDER}", "<html>final</html>")
+    # the message between the two OUTPUT: markers, not stripped
+    assert page_from_output(raw) == (f" Shown: {PAGE_PLACEHOLDER} ", "<html>final</html>")
     # A page written only while thinking is never shown.
-    assert page_from_output("<html>thinking</html> OUTPUT: What colours?") == ("What colours?", None)
-    # Without OUTPUT: the whole (stripped) message is visible.
-    assert page_from_output("  <body>a</body> ") == (PAGE_PLACEHOLDER, "<body>a</body>")
+    assert page_from_output("<html>thinking</html> OUTPUT: What colours?") == (" What colours?", None)
+    # Without OUTPUT: the whole message is visible, as written.
+    assert page_from_output("  <body>a</body> ") == (f"  {PAGE_PLACEHOLDER} ", "<body>a</body>")

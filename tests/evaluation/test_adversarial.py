@@ -3,7 +3,8 @@
 ``tests/fixtures/adversarial_answers.jsonl`` holds one attack per line (fork bomb, memory
 bomb, endless loop, ``input()``, print flood, file writes and deletes, a socket, environment
 snooping, killing the parent, ``sys.exit``, a ctypes segfault, monkeypatched builtins, the
-``__eq__`` spoof …) with the score it must get under each rule set. Placeholders in the
+``__eq__`` spoof, a forged result line, outputs that would stall the comparison …) with the
+score it must get under each rule set. Placeholders in the
 answers are filled here: a canary file that must survive, a path outside the sandbox that must
 stay unwritten, the task file itself (which must not be readable), and the port of a
 listening socket that must receive no connection.
@@ -80,7 +81,8 @@ def test_every_attack_gets_its_expected_score(rules, tmp_path, listener, monkeyp
     for required in ("fork_bomb", "memory_bomb", "infinite_loop", "reads_input", "print_flood",
                      "files", "socket", "environment", "kill_parent", "sys_exit", "segfault",
                      "monkeypatch_builtins", "eq_spoof", "alarm_disabled", "swallows_timeout",
-                     "exit_on_second_test"):
+                     "exit_on_second_test", "forged_hash_flood", "nested_counters",
+                     "eq_spoof_comparing_test"):
         assert required in names
 
     with SandboxWorker(0, str(tmp_path)) as worker:
@@ -118,6 +120,9 @@ def test_every_attack_gets_its_expected_score(rules, tmp_path, listener, monkeyp
     assert by_name["segfault"].tests == ["crash", "crash"]
     assert by_name["eq_spoof"].tests == ["fail", "fail"]
     assert by_name["memory_bomb"].tests == ["error:MemoryError"] * 2
+    # forged or costly outputs are refused by the decoder instead of stalling the grader
+    assert by_name["forged_hash_flood"].tests == ["crash", "pass"]
+    assert by_name["nested_counters"].tests == ["reference:crash"] * 2
     if rules == "benchmark":
         assert by_name["sys_exit"].blocked_word == "exit("
     else:

@@ -30,6 +30,10 @@ def test_benchmark_word_list_blocks_without_running():
     result = grade(answer)
     assert (result.reward, result.blocked_word) == (0.0, "import os")
     assert grade(answer, rules="strict").reward == 1.0
+    # the published grader tests the whole answer before cutting the code out of its fence
+    prose = "No sudo needed.\n```python\n" + SQUARE + "```"
+    assert (grade(prose).reward, grade(prose).blocked_word) == (0.0, "sudo")
+    assert grade(prose, rules="strict").reward == 1.0
 
 
 def test_benchmark_rules_hide_top_level_names_from_the_function():

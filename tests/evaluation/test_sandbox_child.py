@@ -68,3 +68,39 @@ def test_result_lines_are_json_with_awkward_details(child):
         line = child.result_line(3, "ok", detail)
         assert line.endswith("\n") and line.count("\n") == 1
         assert json.loads(line) == [3, "ok", detail]
+
+
+def test_benchmark_namespace_is_the_published_graders(child):
+    # the published grader exec's the code inside a function of sweet_rl/utils/code_utils.py:
+    # module globals (with its imports), that function's locals, a fresh copy per test here
+    code = ("e = 1\nx = 5\ndef f():\n    global leaked\n    leaked = globals().get('leaked', 0) + 1\n"
+            "    return (__name__, leaked, signal.SIGINT.name, Empty.__name__)\n")
+    compiled = compile(code, "<answer>", "exec")
+    assert child._run_test(compiled, code, "f()", "benchmark") == (
+        "sweet_rl.utils.code_utils", 1, "SIGINT", "Empty")
+    assert child._run_test(compiled, code, "f()", "benchmark")[1] == 1  # no leak between tests
+    test = "len(function_definition), test_case"
+    assert child._run_test(compiled, code, test, "benchmark") == (len(code), test)
+    assert child._run_test(compiled, code, "x", "benchmark") == 5
+    with pytest.raises(NameError):  # `e` is an unbound local of the grader's function
+        child._run_test(compiled, code, "e", "benchmark")
+    with pytest.raises(NameError):  # strict rules run a plain module
+        child._run_test(compiled, code, "f()", "strict")
+
+
+def test_multiprocessing_is_imported_on_first_use(child):
+    lazy = child.BENCHMARK_GLOBALS["multiprocessing"]
+    assert lazy.__name__ == "multiprocessing"
+    assert lazy.current_process().name  # the attribute use imports the real module
+    assert "current_process" in vars(lazy)
+
+
+def test_strict_rules_send_a_comparisons_operands(child):
+    code = "def f(x):\n    return x * 2\n"
+    compiled = compile(code, "<answer>", "exec")
+    compared = child._run_test(compiled, code, "0 < f(1) == 2 is not None", "strict")
+    assert isinstance(compared, child.Compared)
+    assert compared.codes == ["<", "==", "id1"] and compared.operands == [0, 2, 2, None]
+    assert child._run_test(compiled, code, "f(1) == 2", "benchmark") is True  # evaluated whole
+    assert child._run_test(compiled, code, "[f(1)]", "strict") == [2]  # not a comparison
+    assert json.loads(child._encode_output(compared)) == ["?<,==,id1", 0, 2, 2, None]

@@ -23,14 +23,20 @@ def _trajectory(reward=1.0):
 
 
 def test_turn_records_one_per_assistant_turn():
+    # messages: the dialogue up to AND including the turn, entries as stored (the original's
+    # d["dialogue_history"][: i + 1])
     first, second = turns.turn_records(_trajectory(0.5))
     assert first == {"input": "P1",
                      "input_with_ground_truth": "In light that the final answer is: def f(a, b): return a + b.P1",
                      "older_output": "OUTPUT: ints?", "reward": 0.5,
                      "ground_truth": "def f(a, b): return a + b",
-                     "messages": [{"role": "user", "content": "add"}]}
-    assert second["older_output"] == "O2" and len(second["messages"]) == 3
-    assert second["messages"][-1] == {"role": "user", "content": "yes"}
+                     "messages": [{"role": "user", "content": "add"},
+                                  {"role": "assistant", "content": "ints?", "input": "P1",
+                                   "output": "OUTPUT: ints?"}]}
+    assert second["older_output"] == "O2" and len(second["messages"]) == 4
+    assert second["messages"][2] == {"role": "user", "content": "yes"}
+    assert second["messages"][3] == {"role": "assistant", "content": "I WANT TO ANSWER: x",
+                                     "input": "P2", "output": "O2"}
 
 
 def test_turn_records_need_reward_and_turn_fields():
@@ -56,33 +62,38 @@ def test_fraction_out_of_range(fraction):
 
 
 def test_split_halves_even_odd_and_ties():
-    # judge 0.1, 0.9, -1, 0.5 -> order by judge desc: 1, 3, 0, 2
-    assert pairs.split_halves([0.1, 0.9, -1.0, 0.5]) == ([1, 3], [0, 2])
-    assert pairs.split_halves([3, 2, 1, 0, 4]) == ([4, 0], [1, 2, 3])  # odd: middle goes bottom
+    # ascending, stable: judge 0.1, 0.9, -1, 0.5 -> order 2, 0, 3, 1; low = first N // 2
+    assert pairs.split_halves([0.1, 0.9, -1.0, 0.5]) == ([2, 0], [3, 1])
+    # odd N: low = first 5 // 2 = 2 positions, the middle candidate (judge 2) goes high
+    assert pairs.split_halves([3, 2, 1, 0, 4]) == ([3, 2], [1, 0, 4])
     assert pairs.split_halves([1.0, 1.0, 1.0, 1.0]) == ([0, 1], [2, 3])  # ties keep order
     assert pairs.split_halves([1.0]) == ([], [0])
 
 
-def test_draw_pairs_top_vs_bottom_and_seeded():
-    judge = [0.0, 5.0, -3.0, 4.0, 1.0, -1.0]  # top half {1, 3, 4}, bottom half {0, 2, 5}
+def test_draw_pairs_high_vs_low_and_seeded():
+    judge = [0.0, 5.0, -3.0, 4.0, 1.0, -1.0]  # high half {1, 3, 4}, low half {0, 2, 5}
     drawn = pairs.draw_pairs(judge, 200, random.Random(0))
     assert len(drawn) == 200
     assert {c for c, _ in drawn} == {1, 3, 4} and {r for _, r in drawn} == {0, 2, 5}
     assert drawn == pairs.draw_pairs(judge, 200, random.Random(0))
-    assert pairs.draw_pairs([2.0], 4, random.Random(0)) == []
+    rng = random.Random(0)
+    assert pairs.draw_pairs([2.0], 4, rng) == []
+    assert rng.random() == random.Random(0).random()  # a one-candidate turn draws nothing
 
 
-def test_pair_records_layouts_and_identical_skip():
+def test_pair_records_layouts_and_identical_drop():
     sample = {"input": "PROMPT|", "additional_outputs": ["good", "bad", "good", "bad"],
               "judge_result": [2.0, -1.0, 1.0, -2.0]}
-    records, skipped = pairs.turn_pairs(sample, 8, random.Random(1), "<E>", no_prompt=False)
-    assert skipped == 0 and len(records) == 8
-    assert all(r == {"prompt": "PROMPT|", "chosen": "good<E>", "rejected": "bad<E>"} for r in records)
-    records, _ = pairs.turn_pairs(sample, 2, random.Random(1), "<E>", no_prompt=True)
+    records, dropped = pairs.pair_records([sample], 8, random.Random(1), "<E>", no_prompt=False)
+    assert dropped == 0 and len(records) == 8
+    # the original's key order: chosen, rejected, prompt
+    expected = [("chosen", "good<E>"), ("rejected", "bad<E>"), ("prompt", "PROMPT|")]
+    assert all(list(r.items()) == expected for r in records)
+    records, _ = pairs.pair_records([sample], 2, random.Random(1), "<E>", no_prompt=True)
     assert records[0] == {"chosen": "PROMPT|good<E>", "rejected": "PROMPT|bad<E>"}
     same = dict(sample, additional_outputs=["x", "x", "x", "x"])
-    records, skipped = pairs.turn_pairs(same, 3, random.Random(1), "<E>", no_prompt=True)
-    assert records == [] and skipped == 3
+    records, dropped = pairs.pair_records([same], 3, random.Random(1), "<E>", no_prompt=True)
+    assert records == [] and dropped == 3
 
 
 def test_sft_record_takes_first_best():
@@ -122,18 +133,23 @@ def _lp(value):
     return SimpleNamespace(logprob=value, rank=1, decoded_token="t")
 
 
-def test_vllm_completion_score_drops_stop_token():
-    # token 9 is the stop token vLLM keeps in token_ids; text is decoded without it.
+def test_vllm_completion_score_stop_token():
+    # token 9 is the stop token vLLM keeps in token_ids and logprobs; text is decoded without
+    # it. The original summed every logprobs entry: -1 - 2 - 1.5 over 3 tokens.
     done = SimpleNamespace(text="ab", token_ids=[5, 6, 9], cumulative_logprob=-4.5,
                            logprobs=[{5: _lp(-1.0), 77: _lp(-0.1)}, {6: _lp(-2.0)}, {9: _lp(-1.5)}])
-    assert vllm_backend.completion_score(done, [9]) == (-3.0, 2)
+    assert vllm_backend.completion_score(done, [9]) == (-4.5, 3)
+    assert vllm_backend.completion_score(done, [9], include_stop=False) == (-3.0, 2)
     cut = SimpleNamespace(text="ab", token_ids=[5, 6], cumulative_logprob=-3.0,
                           logprobs=[{5: _lp(-1.0)}, {6: _lp(-2.0)}])  # hit max_tokens
     assert vllm_backend.completion_score(cut, [9]) == (-3.0, 2)
+    assert vllm_backend.completion_score(cut, [9], include_stop=False) == (-3.0, 2)
     no_lp = SimpleNamespace(text="ab", token_ids=[5, 6, 9], cumulative_logprob=-4.5, logprobs=None)
     assert vllm_backend.completion_score(no_lp, [9]) == (-4.5, 3)
     request = SimpleNamespace(outputs=[done, cut])
-    assert vllm_backend.request_candidates(request, [9]) == (["ab", "ab"], [(-3.0, 2), (-3.0, 2)])
+    assert vllm_backend.request_candidates(request, [9]) == (["ab", "ab"], [(-4.5, 3), (-3.0, 2)])
+    assert vllm_backend.request_candidates(request, [9], include_stop=False) == (
+        ["ab", "ab"], [(-3.0, 2), (-3.0, 2)])
 
 
 def test_vllm_prompt_tail_score():

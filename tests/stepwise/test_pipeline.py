@@ -63,19 +63,31 @@ def ranked(tmp_path_factory, tiny_model_dir, sampled):
     return out
 
 
-def _direct_scores(model, tokenizer, context, candidates):
-    """Full forward of ids(context) + ids(candidate): (sum, count) of the candidate's tokens."""
+def _direct_scores(model, tokenizer, context, candidates, suffixes=None):
+    """Full forward of ids(context) + ids(candidate) + suffix ids: (sum, count) of the
+    candidate's tokens and its suffix (the stop token it ended on)."""
     from sweet_rl.stepwise.scoring import encode
 
     scores = []
-    for candidate in candidates:
-        ctx, cand = encode(tokenizer, context), encode(tokenizer, candidate)
+    for k, candidate in enumerate(candidates):
+        ctx = encode(tokenizer, context)
+        cand = encode(tokenizer, candidate) + (list(suffixes[k]) if suffixes else [])
         with torch.no_grad():
             logits = model(torch.tensor([ctx + cand])).logits[0].float()  # (T, V)
         logps = torch.log_softmax(logits, -1)
         total = sum(logps[len(ctx) + j - 1, tok].item() for j, tok in enumerate(cand))
         scores.append((total, len(cand)))
     return scores
+
+
+def _direct_whole(model, tokenizer, text):
+    """The critic's default (--score_tokens original): every token of the text after the
+    first, the text tokenised with special tokens added (vLLM's way)."""
+    ids = tokenizer(text, add_special_tokens=True)["input_ids"]
+    with torch.no_grad():
+        logps = torch.log_softmax(model(torch.tensor([ids])).logits[0].float(), -1)  # (T, V)
+    values = [logps[t - 1, ids[t]].item() for t in range(1, len(ids))]
+    return sum(values), len(values)
 
 
 def test_sample_writes_one_record_per_turn(sampled, offline, tiny_model_dir, tokenizer, capsys):
@@ -93,17 +105,22 @@ def test_sample_writes_one_record_per_turn(sampled, offline, tiny_model_dir, tok
         assert record["input_with_ground_truth"] == (
             f"In light that the final answer is: {truth}." + turn["input"])
         assert record["reward"] == traj["reward"] and record["ground_truth"] == truth
-        assert record["messages"] == [{"role": m["role"], "content": m["content"]}
-                                      for m in traj["dialogue_history"][:k]]
+        assert record["messages"] == traj["dialogue_history"][:k + 1]  # as the original
         for key in ("additional_outputs", "additional_reference_logprobs",
                     "additional_reference_logprobs_sum"):
             assert len(record[key]) == N
         assert all(isinstance(o, str) for o in record["additional_outputs"])
-        direct = _direct_scores(model, tokenizer, record["input"], record["additional_outputs"])
-        for (total, count), mean, summed in zip(direct, record["additional_reference_logprobs"],
-                                                record["additional_reference_logprobs_sum"]):
-            assert summed == pytest.approx(total, abs=1e-3)
-            assert mean == pytest.approx(total / count if count else 0.0, abs=1e-4)
+        # reference = candidate tokens, plus the <|eot_id|> it stopped on when it did not run
+        # out of max_new_tokens (which one is checked exactly in tests/fidelity)
+        direct_plain = _direct_scores(model, tokenizer, record["input"], record["additional_outputs"])
+        direct_eot = _direct_scores(model, tokenizer, record["input"], record["additional_outputs"],
+                                    [[tokenizer.eos_token_id]] * N)
+        for plain, eot, mean, summed in zip(direct_plain, direct_eot,
+                                            record["additional_reference_logprobs"],
+                                            record["additional_reference_logprobs_sum"]):
+            assert any(summed == pytest.approx(total, abs=1e-3)
+                       and mean == pytest.approx(total / count if count else 0.0, abs=1e-4)
+                       for total, count in (eot, plain))
     assert len({o for r in records for o in r["additional_outputs"]}) > N  # really sampled
     sidecar = json.loads(open(sampled + ".config.json").read())
     assert sidecar["stages"]["sample_best_of_n"]["best_of_n"] == N
@@ -119,10 +136,9 @@ def test_rank_matches_direct_computation_and_no_cache(ranked, sampled, tiny_mode
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
     for record, source in zip(records, inputs):
         assert {k: v for k, v in record.items() if k != "judge_result"} == source
-        direct = _direct_scores(model, tokenizer, record["input_with_ground_truth"],
-                                record["additional_outputs"])
-        expected = [(t / c if c else 0.0) - ref
-                    for (t, c), ref in zip(direct, record["additional_reference_logprobs"])]
+        direct = [_direct_whole(model, tokenizer, record["input_with_ground_truth"] + o)
+                  for o in record["additional_outputs"]]
+        expected = [t / c - ref for (t, c), ref in zip(direct, record["additional_reference_logprobs"])]
         assert record["judge_result"] == pytest.approx(expected, abs=1e-4)
 
     plain = str(tmp_path / "no_cache.jsonl")
@@ -135,9 +151,11 @@ def test_rank_matches_direct_computation_and_no_cache(ranked, sampled, tiny_mode
     rank_best_of_n.main(model_id=tiny_model_dir, input_path=sampled, output_path=flags,
                         use_sum=True, no_use_ground_truth=True, device="cpu")
     first = _lines(flags)[0]
-    direct = _direct_scores(model, tokenizer, first["input"], first["additional_outputs"])
+    direct = [_direct_whole(model, tokenizer, first["input"] + o) for o in first["additional_outputs"]]
     expected = [t - ref for (t, _), ref in zip(direct, first["additional_reference_logprobs_sum"])]
     assert first["judge_result"] == pytest.approx(expected, abs=1e-3)
+    sidecar = json.loads(open(flags + ".config.json").read())["stages"]["rank_best_of_n"]
+    assert sidecar["score_tokens"] == "original" and sidecar["use_sum"] is True
 
 
 def test_rank_reads_n_from_each_record(tmp_path, tiny_model_dir, sampled):
@@ -164,7 +182,7 @@ def test_pairs_load_in_training(ranked, tmp_path, tiny_model_dir, tokenizer, cap
     rows = _lines(split)
     assert 0 < len(rows) <= 4 * len(records)
     for row in rows:
-        assert set(row) == {"prompt", "chosen", "rejected"}
+        assert list(row) == ["chosen", "rejected", "prompt"]
         assert row["chosen"].endswith(eos) and row["rejected"].endswith(eos)
         chosen, rejected = row["chosen"][:-len(eos)], row["rejected"][:-len(eos)]
         # two rollouts of a task share their first prompt: one of them made this pair
@@ -201,9 +219,10 @@ def test_pairs_load_in_training(ranked, tmp_path, tiny_model_dir, tokenizer, cap
 
 
 def _halves(record):
-    order = sorted(range(len(record["judge_result"])), key=lambda k: -record["judge_result"][k])
+    """(texts of the high half, texts of the low half): ascending stable sort, low = first N // 2."""
+    order = sorted(range(len(record["judge_result"])), key=lambda k: record["judge_result"][k])
     outs = record["additional_outputs"]
-    return {outs[k] for k in order[:len(order) // 2]}, {outs[k] for k in order[len(order) // 2:]}
+    return {outs[k] for k in order[len(order) // 2:]}, {outs[k] for k in order[:len(order) // 2]}
 
 
 def test_train_dpo_runs_on_pairs(ranked, tmp_path, tiny_model_dir):
@@ -292,8 +311,8 @@ def test_script_exits_nonzero_on_bad_input(tmp_path):
     bad = _write(tmp_path / "bad.jsonl", [{"task": {"problem_description": "x", "ground_truth": "y"},
                                           "answer": ""}])
     result = subprocess.run([sys.executable, "scripts/sample_best_of_n.py", bad,
-                             str(tmp_path / "o.jsonl")], capture_output=True, text=True,
-                            cwd=REPO_ROOT, timeout=60)
+                             str(tmp_path / "o.jsonl"), "--agent_model", "tiny"],
+                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
     assert result.returncode == 2
     assert f"{bad}, line 1: field 'dialogue_history': missing" in result.stderr
     assert not (tmp_path / "o.jsonl").exists()

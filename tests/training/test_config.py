@@ -1,6 +1,7 @@
 """Config files, precedence, DeepSpeed configs and gradient accumulation."""
 
 import json
+import os
 
 import pytest
 
@@ -105,3 +106,55 @@ def test_training_arguments_schedule_accumulation_and_checkpointing(tmp_path):
     expected = [0.0, 0.5, 1.0] + [0.1 + 0.45 * (1 + math.cos(math.pi * (t - 2) / 8)) for t in range(3, 11)]
     assert lrs == pytest.approx(expected, abs=1e-9)
     assert lrs[6] == pytest.approx(0.55) and lrs[10] == pytest.approx(0.1)
+
+
+def test_original_logging_flags(monkeypatch, caplog):
+    """--eval_steps: a notice (no evaluation split here). --use_wandb KEY: report_to gains
+    wandb, the key goes to wandb through WANDB_API_KEY and leaves the options (so no sidecar
+    holds it), the project defaults to openrlhf's name. Without the package: a clear error.
+    The "installed" case fakes only the package lookup (the real run is in
+    tests/fidelity/test_commands_readme.py)."""
+    import importlib.util
+
+    from sweet_rl.cli import common
+
+    monkeypatch.setattr(common, "_NOTICES_GIVEN", set())
+    options = dict(cfg.DPO_DEFAULTS, eval_steps=-1)
+    with caplog.at_level("WARNING"):
+        cfg.apply_original_flags(options, "train_dpo")
+        cfg.apply_original_flags(dict(options), "train_dpo")
+    assert [r.getMessage() for r in caplog.records].count(
+        "--eval_steps ignored: the held-out share of --dataset (--eval_holdout, the original's "
+        "first 3%) is kept out of training but not evaluated here") == 1
+    assert options["report_to"] == "none" and options["use_wandb"] is None
+
+    real_find_spec = importlib.util.find_spec
+    if real_find_spec("wandb") is None:
+        with pytest.raises(ValueError, match="--use_wandb needs the wandb package"):
+            cfg.apply_original_flags(dict(cfg.DPO_DEFAULTS, use_wandb="KEY"), "train_dpo")
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: object() if name == "wandb" else real_find_spec(name, *a))
+    for key in ("WANDB_API_KEY", "WANDB_PROJECT"):
+        monkeypatch.delenv(key, raising=False)
+    options = cfg.apply_original_flags(dict(cfg.DPO_DEFAULTS, use_wandb="s3cret"), "train_dpo")
+    assert options["report_to"] == ["wandb"] and options["use_wandb"] is True
+    assert "s3cret" not in json.dumps(options)
+    assert os.environ["WANDB_API_KEY"] == "s3cret" and os.environ["WANDB_PROJECT"] == "openrlhf_train_dpo"
+    monkeypatch.setenv("WANDB_API_KEY", "already-logged-in")  # a key already there wins
+    options = cfg.apply_original_flags(dict(cfg.SFT_DEFAULTS, use_wandb="other", report_to="tensorboard"),
+                                       "train_sft")
+    assert options["report_to"] == ["tensorboard", "wandb"]
+    assert os.environ["WANDB_API_KEY"] == "already-logged-in"
+    monkeypatch.delenv("WANDB_API_KEY")
+    cfg.apply_original_flags(dict(cfg.DPO_DEFAULTS, use_wandb="True"), "train_dpo")  # bare flag
+    assert "WANDB_API_KEY" not in os.environ  # wandb's own login is used
+
+
+def test_holdout_keeps_the_first_three_percent_out_as_the_original_fork():
+    # openrlhf's blending_datasets: eval = first int(len * 0.03) rows, train = the rest.
+    trained, held = cfg.split_holdout(list(range(100)), cfg.DPO_DEFAULTS["eval_holdout"])
+    assert held == [0, 1, 2] and trained == list(range(3, 100))
+    assert cfg.split_holdout(list(range(33)), 0.03) == (list(range(33)), [])  # int(0.99) = 0
+    assert cfg.split_holdout([1, 2], 0.0) == ([1, 2], [])
+    with pytest.raises(ValueError, match="eval_holdout"):
+        cfg.split_holdout([1], 1.0)

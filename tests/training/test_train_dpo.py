@@ -10,7 +10,7 @@ import torch
 
 from sweet_rl.records import RecordError
 from tests.conftest import REPO_ROOT
-from tests.training.helpers import TEMPLATE, critic_pairs, single_turn_pairs, write_jsonl
+from tests.training.helpers import GOOD, TEMPLATE, critic_pairs, single_turn_pairs, write_jsonl
 
 METRIC_KEYS = {"loss", "accuracy", "chosen_reward", "rejected_reward", "margin", "lr", "epoch", "step"}
 FAST = dict(learning_rate=1e-3, train_batch_size=2, micro_train_batch_size=1, max_len=256,
@@ -155,3 +155,64 @@ def test_reference_scores_come_from_ref_pretrain_before_training(tiny_model_dir,
     for key, values in expected.items():
         assert abs(sum(values)) > 1e-3  # the two models really differ
         assert different[key] == pytest.approx(sum(values) / len(values), abs=1e-4)
+
+
+def frontend_critic_pairs(path, strings_path):
+    """The original's frontend critic pairs (its evaluate_html.py) made from string pairs:
+    each side an object {"input": ground-truth prefix + the last turn's chat-formatted prompt
+    (up to the assistant header and its "\n\n"), "output": the last generation}."""
+    rows = []
+    with open(strings_path, encoding="utf-8") as handle:
+        for line in handle:
+            pair = json.loads(line)
+            cut = {side: pair[side].rindex(TEMPLATE) + len(TEMPLATE + "\n\n") for side in pair}
+            rows.append({side: {"input": pair[side][:cut[side]], "output": pair[side][cut[side]:]}
+                         for side in ("chosen", "rejected")})
+    return write_jsonl(path, rows)
+
+
+def test_frontend_critic_pairs_with_input_output_objects_train(tiny_model_dir, tmp_path):
+    """Object sides train exactly like their input + output strings: same step-1 metrics
+    (one seed, one data order), and the critic learns them."""
+    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.training.data import read_preference_pairs
+
+    strings = critic_pairs(tmp_path / "strings.jsonl")
+    objects = frontend_critic_pairs(tmp_path / "frontend.jsonl", strings)
+    assert [(p.chosen, p.rejected) for p in read_preference_pairs(objects)] == [
+        (p.chosen, p.rejected) for p in read_preference_pairs(strings)]
+    with open(objects, encoding="utf-8") as handle:
+        first = json.loads(handle.readline())
+    assert set(first["chosen"]) == {"input", "output"} and first["chosen"]["output"] == GOOD
+
+    runs = {}
+    for name, dataset in (("objects", objects), ("strings", strings)):
+        save_path = str(tmp_path / name)
+        main(config=str(REPO_ROOT / "configs" / "critic_backend.json"), pretrain=tiny_model_dir,
+             dataset=dataset, save_path=save_path, bf16=False, max_epochs=4, beta=1.0, **FAST)
+        runs[name] = read_metrics(save_path)
+    assert len(runs["objects"]) == 8 and runs["objects"][-1]["accuracy"] == 1.0
+    for a, b in zip(runs["objects"], runs["strings"]):
+        assert a["loss"] == pytest.approx(b["loss"], abs=1e-5)
+
+
+def test_malformed_input_output_pairs_name_file_line_field(tiny_model_dir, tmp_path):
+    from sweet_rl.cli.train_dpo import main
+
+    good = {"input": "a", "output": "b"}
+    for bad_side, field in (({"input": "a"}, "rejected.output"),
+                            ({"input": 3, "output": "b"}, "rejected.input"),
+                            (["a", "b"], "rejected")):
+        path = write_jsonl(tmp_path / "bad.jsonl", [{"chosen": good, "rejected": good},
+                                                    {"chosen": good, "rejected": bad_side}])
+        save_path = tmp_path / "out"
+        with pytest.raises(RecordError) as err:
+            main(pretrain=tiny_model_dir, dataset=path, save_path=str(save_path))
+        assert (err.value.path, err.value.line, err.value.field) == (path, 2, field)
+        assert not save_path.exists()
+    # other key names: the error names the file's key
+    path = write_jsonl(tmp_path / "bad.jsonl", [{"chosen": good, "worse": {"output": "b"}}])
+    with pytest.raises(RecordError) as err:
+        main(pretrain=tiny_model_dir, dataset=path, save_path=str(tmp_path / "out"),
+             rejected_key="worse")
+    assert (err.value.line, err.value.field) == (1, "worse.input")

@@ -36,10 +36,31 @@ def test_sft_masks_assistant_turns_and_learns(tiny_model_dir, tmp_path):
     save_path = str(tmp_path / "rft")
     main(pretrain=tiny_model_dir, dataset=path, save_path=save_path, learning_rate=1e-3,
          max_epochs=6, train_batch_size=2, micro_train_batch_size=1, max_len=512,
-         lr_warmup_ratio=0.0, seed=0)
+         lr_warmup_ratio=0.0, seed=0, eval_steps=-1, wandb_run_name="sweet_rft")
     with open(os.path.join(save_path, "metrics.jsonl")) as handle:
         metrics = [json.loads(line) for line in handle]
     assert len(metrics) == 6 and all({"loss", "lr", "epoch", "step"} <= set(m) for m in metrics)
     losses = [m["loss"] for m in metrics]
     assert all(a > b for a, b in zip(losses, losses[1:])) and losses[-1] < 0.9 * losses[0]
     assert AutoModelForCausalLM.from_pretrained(save_path).num_parameters() > 0
+    # the original's openrlhf flags: --wandb_run_name names the run, --eval_steps is a notice
+    import torch
+
+    arguments = torch.load(os.path.join(save_path, "training_args.bin"), weights_only=False)
+    assert arguments.run_name == "sweet_rft"
+    with open(os.path.join(save_path, "training.config.json")) as handle:
+        recorded = json.load(handle)["stages"]["train_sft"]
+    assert recorded["wandb_run_name"] == "sweet_rft" and recorded["use_wandb"] is None
+
+
+def test_first_share_of_the_dataset_is_held_out(tiny_model_dir, tmp_path, capsys):
+    """--eval_holdout keeps the first int(n * share) examples out of training, as the
+    original's openrlhf fork keeps its first 3% as an evaluation split: 2 successful rows with
+    a share of 0.5 leave 1 to train on."""
+    from sweet_rl.cli.train_sft import main
+
+    path = trajectories(tmp_path / "traj.jsonl")
+    main(pretrain=tiny_model_dir, dataset=path, save_path=str(tmp_path / "rft"),
+         max_epochs=1, train_batch_size=1, micro_train_batch_size=1, max_len=512,
+         eval_holdout=0.5)
+    assert "train_sft: stage=train_sft examples=1 steps=1 " in capsys.readouterr().out

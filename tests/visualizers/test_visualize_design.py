@@ -212,3 +212,81 @@ def test_bad_field_via_cli_exits_nonzero(tmp_path):
     assert not out.exists()
     with pytest.raises(RecordError):
         main(str(src), str(out))
+
+
+def _png(path, colour):
+    """A screenshot stand-in drawn with Pillow (no browser needed)."""
+    from PIL import Image
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    Image.new("RGB", (200, 120), colour).save(path)
+    return path
+
+
+def test_pages_in_content_and_original_rows(tmp_path, capsys):
+    """Turns whose ``content`` keeps the agent's whole page (the original's rows, ours from now
+    on): the text shows the placeholder where the page was, the screenshot (found by the page's
+    content name in the run's screenshot folder) sits under it, and the source is escaped and
+    folded. Original rows: ``answer`` is the final screenshot's path, or "No answer"."""
+    pytest.importorskip("PIL")
+    from sweet_rl.environments.html_snippet import PAGE_PLACEHOLDER
+
+    folder = tmp_path / "run"
+    jsonl = str(folder / "temp_test_html.jsonl")
+    shots = default_screenshot_dir(jsonl)
+    _png(screenshot_path(shots, HOSTILE_PAGE, "page"), "red")  # found by content name
+    _png(screenshot_path(shots, REFERENCE, "reference"), "white")
+    _png(str(folder / "final_0.png"), "blue")  # the original's answer: a screenshot path
+    message = f"Here it is:\n{HOSTILE_PAGE}\nDoes it look right? {HOSTILE_REPLY}"
+    rows = [
+        {"task": {"problem_description": "Shop", "ground_truth": REFERENCE},
+         "dialogue_history": [
+             {"role": "user", "content": "Shop"},
+             {"role": "assistant", "content": message, "input": "PROMPT", "output": f"OUTPUT:{message}"},
+             {"role": "user", "content": "More red."}],
+         "answer": "final_0.png", "reward": 0.5},
+        {"task": {"problem_description": "Blog", "ground_truth": REFERENCE},
+         "dialogue_history": [{"role": "user", "content": "Blog"},
+                              {"role": "assistant", "content": "What colours?"}],
+         "answer": "No answer", "reward": 0.1},
+    ]
+    with open(jsonl, "w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(r) + "\n" for r in rows)
+    main(jsonl)  # one argument: the page goes beside the input
+    out = folder / "temp_test_html.html"
+    text = out.read_text(encoding="utf-8")
+    line = capsys.readouterr().out.strip()
+    # shown: the turn's page, the final page, the reference twice; nothing missing
+    assert line == (f"visualized 2 design dialogues (2 evaluated, mean similarity 0.300; "
+                    f"4 screenshots shown, 0 missing) -> {out}")
+    # nothing from the file is markup: no live script, no live tag from the reply
+    assert "<script>window.__pwned" not in text and "<b>bold</b>" not in text
+    assert "<h1>hi</h1>" not in text and "&lt;h1&gt;hi&lt;/h1&gt;" in text
+    # the text of the turn, with the placeholder in place of the page
+    import html as html_lib
+
+    shown = html_lib.escape(f"Here it is:\n{PAGE_PLACEHOLDER}\nDoes it look right? {HOSTILE_REPLY}")
+    assert f'<div class="text">{shown}</div>' in text
+    turn = text.split(f'<div class="text">{shown}</div>', 1)[1].split('<div class="turn', 1)[0]
+    assert turn.startswith('<figure class="turn-page"><img alt="page shown at turn 1" src="data:image/')
+    assert f'<pre class="page-source">{html_lib.escape(HOSTILE_PAGE)}</pre>' in turn
+    sections = text.split('<section class="dialogue"')[1:]
+    assert 'data-status="evaluated"' in sections[0] and '<img alt="final page"' in sections[0]
+    assert 'data-status="nopage"' in sections[1] and "the agent showed no page" in sections[1]
+    assert '<span class="badge nopage">no final page</span>' in sections[1]
+
+
+def test_a_folder_as_second_argument_is_refused(tmp_path):
+    """The original design viewer's second argument was its screenshot scratch folder; here the
+    second argument is the page, so a folder there is refused before anything is written."""
+    src = tmp_path / "run.jsonl"
+    src.write_text(json.dumps({"task": {"problem_description": "p", "ground_truth": "<html></html>"},
+                               "dialogue_history": [], "answer": "No answer"}) + "\n")
+    scratch = tmp_path / "driver_cache"
+    scratch.mkdir()
+    proc = subprocess.run([sys.executable, SCRIPT, str(src), str(scratch)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (f"error: OUTPUT_PATH {scratch} is a folder: give the page's file "
+                                   "name (a screenshot folder of the original's commands goes in --temp_path)")
+    assert os.listdir(scratch) == [] and sorted(os.listdir(tmp_path)) == ["driver_cache", "run.jsonl"]

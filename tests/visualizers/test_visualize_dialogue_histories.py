@@ -224,3 +224,24 @@ def test_help_imports_nothing_heavy():
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
                           text=True, timeout=60)
     assert "HEAVY []" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_one_argument_puts_the_page_beside_the_input(tmp_path):
+    """The original README's ``visualize_dialogue_histories.py FILE``: the page is FILE with
+    .html instead of .jsonl; ``--saved_path`` (the original's parameter name) works too."""
+    src = tmp_path / "temp_test.jsonl"
+    src.write_text("".join(json.dumps(d) + "\n" for d in DIALOGUES), encoding="utf-8")
+    proc = subprocess.run([sys.executable, SCRIPT, str(src)], cwd=REPO_ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    beside = tmp_path / "temp_test.html"
+    assert proc.stdout.strip() == f"visualized 4 dialogues (1 successful, mean reward 0.417) -> {beside}"
+    assert beside.read_text(encoding="utf-8").count('<section class="dialogue"') == 4
+    beside.unlink()
+    proc = subprocess.run([sys.executable, SCRIPT, "--saved_path", str(src)], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert beside.exists()
+    proc = subprocess.run([sys.executable, SCRIPT, str(src), "--saved_path", str(tmp_path / "other.jsonl")],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--saved_path" in proc.stderr and "disagree" in proc.stderr
