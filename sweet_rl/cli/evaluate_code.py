@@ -17,6 +17,8 @@ from typing import List, Optional
 logger = logging.getLogger(__name__)
 RULES = ("benchmark", "strict")
 RULES_KEY = "grader_rules"  # extra key recording which rules produced ``reward``
+VERDICTS_KEY = "grader_tests"  # one word per test: why it passed or not
+REFUSED_KEY = "grader_refused"  # result packets the answer forged (refused)
 
 
 def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
@@ -68,6 +70,11 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
         for i, result in zip(todo, results):
             trajectories[i].reward = result.reward
             trajectories[i].extra[RULES_KEY] = grader
+            # why each test passed or not (pass, fail, error:X, timeout, crash, blocked, ...)
+            trajectories[i].extra[VERDICTS_KEY] = result.tests
+            trajectories[i].extra.pop(REFUSED_KEY, None)
+            if result.refused:
+                trajectories[i].extra[REFUSED_KEY] = result.refused
         write_jsonl(saved_path, trajectories)
     else:
         logger.info("every trajectory already has a reward from the %s rules", grader)

@@ -54,6 +54,16 @@ class GradeResult:
     total: int
     blocked_word: Optional[str] = None
     tests: List[str] = field(default_factory=list)
+    refused: int = 0  # result packets the answer wrote itself (refused, never taken as results)
+
+
+def safe_verdict(reference: List[str], answer: List[str]) -> str:
+    """:func:`_verdict` that never raises: nothing an answer returns may end a grading run;
+    an unexpected failure fails that one test and names the exception."""
+    try:
+        return _verdict(reference, answer)
+    except BaseException as error:  # noqa: BLE001 - includes RecursionError, MemoryError
+        return f"fail:{type(error).__name__}"
 
 
 def _output(detail: str):
@@ -172,10 +182,13 @@ class Grader:
             reference = reference_worker.run(reference_code, tests, self.rules,
                                              self.reference_timeout, self.memory_mb, reuse=True)
             self._reference_cache[key] = reference
+        refused = answer_worker.refused
         outputs = answer_worker.collect()
-        verdicts = [_verdict(r, a) for r, a in zip(reference, outputs)]
+        refused = answer_worker.refused - refused
+        verdicts = [safe_verdict(r, a) for r, a in zip(reference, outputs)]
         passed = verdicts.count("pass")
-        return GradeResult(passed / len(tests), passed, len(tests), tests=verdicts)
+        return GradeResult(passed / len(tests), passed, len(tests), tests=verdicts,
+                           refused=refused)
 
 
 def grade_many(items: Sequence[GradeItem], rules: str = "benchmark", timeout: float = 1.0,

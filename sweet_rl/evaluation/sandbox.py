@@ -2,9 +2,11 @@
 
 A :class:`SandboxWorker` owns one ``sandbox_worker.py`` process (see that module for what
 happens inside). It is started with a scrubbed environment, in a session of its own, with a
-scratch folder that is removed on :meth:`close`. If the worker itself dies (it should not:
-untrusted code only runs in its children) the job is retried once on a fresh worker, then
-reported as crashed, so no answer can stop a grading run.
+scratch folder that is removed on :meth:`close`. Every read from the worker has a deadline
+(the job's own worst case plus a margin): a worker that dies or stalls (it should not:
+untrusted code only runs in its children, which can send it no signal) is killed and
+replaced, and the job is tried once more on the fresh one, then reported as crashed, so no
+answer can stop or hang a grading run.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
+import select
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Dict, List, Optional
 
 logger = logging.getLogger(__name__)
@@ -47,6 +50,31 @@ class SandboxError(RuntimeError):
     pass
 
 
+# what a reply may take beyond the job's own worst case (see sandbox_worker): starting up,
+# a busy machine
+REPLY_MARGIN = 30.0
+START_LIMIT = 120.0  # seconds a fresh worker may take to confine itself and warm up
+
+
+def job_deadline(tests: int, timeout: float) -> float:
+    """Seconds a worker may take to answer a job of ``tests`` tests: every test may time out
+    and need a fresh child (sandbox_worker: SETUP_LIMIT + GRACE on top of its limit)."""
+    return tests * (timeout + 5.5) + REPLY_MARGIN
+
+
+def remove_scratch(path: str) -> None:
+    """Remove a worker's scratch folder whatever an answer left in it (never raises)."""
+    from sweet_rl.evaluation.sandbox_cleanup import remove_tree
+
+    try:
+        left = remove_tree(path, keep_root=False)
+    except Exception as error:  # noqa: BLE001 - cleanup must never end a grading run
+        logger.warning("could not remove the sandbox folder %s: %s", path, error)
+        return
+    if left:
+        logger.warning("%d entries of the sandbox folder %s could not be removed", left, path)
+
+
 class SandboxWorker:
     """One worker process. Not thread-safe: give each thread its own."""
 
@@ -56,6 +84,7 @@ class SandboxWorker:
         self.process: Optional[subprocess.Popen] = None
         self.scratch: Optional[str] = None
         self.isolation: Dict[str, object] = {}
+        self.refused = 0  # result packets refused (written by answers, not by the sandbox)
         self._pending: Optional[tuple] = None
         self._start()
 
@@ -72,12 +101,18 @@ class SandboxWorker:
             # environment is ours entirely. -S: no site module, see library_folders
             command,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-            cwd=self.scratch, start_new_session=True, text=True, bufsize=1)
-        hello = self.process.stdout.readline()
-        if not hello:
+            cwd=self.scratch, start_new_session=True, bufsize=0)
+        self._buffer = b""
+        hello = self._read_line(START_LIMIT)
+        try:
+            greeting = json.loads(hello) if hello else {}
+        except ValueError:
+            greeting = {}
+        if "isolation" not in greeting:
             self.close()
-            raise SandboxError(f"the sandbox worker did not start ({' '.join(command)})")
-        self.isolation = json.loads(hello)["isolation"]
+            why = greeting.get("error") or f"it did not start ({' '.join(command)})"
+            raise SandboxError(f"sandbox worker: {why}")
+        self.isolation = greeting["isolation"]
 
     def run(self, code: str, tests: List[str], rules: str, timeout: float,
             memory_mb: int, reuse: bool = False) -> List[List[str]]:
@@ -94,19 +129,20 @@ class SandboxWorker:
         """Send a job without waiting, so the caller can do other work; then :meth:`collect`."""
         job = json.dumps({"code": code, "tests": tests, "rules": rules, "timeout": timeout,
                           "memory_mb": memory_mb, "reuse": reuse})
-        self._pending = (job, len(tests))
+        self._pending = (job, len(tests), job_deadline(len(tests), timeout))
         self._send(job)
 
     def collect(self) -> List[List[str]]:
         """The results of the job sent by :meth:`submit`; a dead worker is restarted and the
         job tried once more on the fresh one, then reported as crashed."""
-        job, count = self._pending
+        job, count, seconds = self._pending
         self._pending = None
         for attempt in range(2):
-            reply = self._receive()
+            reply = self._receive(seconds)
             if reply is not None:
                 return reply
-            logger.warning("sandbox worker %d died (attempt %d); restarting it", self.slot, attempt + 1)
+            logger.warning("sandbox worker %d died or stalled (attempt %d); restarting it",
+                           self.slot, attempt + 1)
             self.close()
             self._start()
             if attempt == 0:
@@ -115,16 +151,38 @@ class SandboxWorker:
 
     def _send(self, job: str) -> None:
         try:
-            self.process.stdin.write(job + "\n")
+            self.process.stdin.write((job + "\n").encode())
             self.process.stdin.flush()
         except (BrokenPipeError, OSError):
             pass  # seen as a missing reply by _receive
 
-    def _receive(self) -> Optional[List[List[str]]]:
+    def _read_line(self, seconds: float) -> Optional[bytes]:
+        """One line from the worker within ``seconds``, or None (ended, or too late)."""
+        deadline = time.monotonic() + seconds
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self._buffer:
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+                return None
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except OSError:
+                return None
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line
+
+    def _receive(self, seconds: float) -> Optional[List[List[str]]]:
+        line = self._read_line(seconds)
         try:
-            reply = self.process.stdout.readline()
-            return json.loads(reply)["results"] if reply else None
-        except (OSError, ValueError, KeyError, TypeError):
+            reply = json.loads(line) if line else None
+            if reply is None:
+                return None
+            self.refused += int(reply.get("refused", 0))
+            return reply["results"]
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def close(self) -> None:
@@ -145,7 +203,7 @@ class SandboxWorker:
                 pass
             self.process = None
         if self.scratch:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+            remove_scratch(self.scratch)
             self.scratch = None
 
     def __enter__(self) -> "SandboxWorker":

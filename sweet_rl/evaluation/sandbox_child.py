@@ -1,9 +1,20 @@
-"""What runs inside a confined sandbox child: the tests of one job, and their result lines.
+"""What runs inside a confined sandbox child: the tests of one job, and their result packets.
 
-Loaded by path by :mod:`sandbox_worker` (stdlib only). A child writes one JSON line per test
-to ``RESULT_FD``: ``[index, status, detail]`` with status ``ok`` (detail: the value in the
-wire format of :mod:`sandbox_values`), ``error`` (detail: the exception's class name) or
-``timeout``. See :mod:`sandbox_worker` for fast and careful runs.
+Loaded by path by :mod:`sandbox_worker` (stdlib only). A child gets its job through a pipe
+after it was forked (see :mod:`sandbox_zygote`): first a header line (the answer, the rules,
+the limits, the nonce), then one test expression per line, each written by the worker only
+once the previous test's record has arrived. It sends, on an AF_UNIX SOCK_SEQPACKET socket
+(``RESULT_FD``), one record per test as soon as it is known: ``[index, status, detail]`` with
+status ``ok`` (detail: the value in the wire format of :mod:`sandbox_values`), ``error``
+(detail: the exception's class name) or ``timeout``. Every packet starts with the job's
+nonce: a packet the answer writes on that socket without it is refused by the worker, and the
+kernel keeps each packet whole, so nothing written can be spliced into a record.
+
+The answer runs in this process, so it can find the nonce in memory and send records in the
+harness's name. That gains it nothing: a record carries only a value the answer could have
+returned (the grading process compares it with the reference), the worker times each test
+by the kernel from the previous record, and a test's input is not in this process before
+that clock starts, so work done after sending a record early is charged to the next test.
 
 Everything here is written with the fork in mind: each page of the worker that a child
 writes to is copied for that child, and the copies are most of what a child costs. So what
@@ -19,11 +30,14 @@ import operator
 import os
 import signal
 import sys
+import time
 
 from sandbox_values import encode, encode_comparison, json_string
 
 RESULT_FD, JOB_FD = 3, 4
-READY = b"ready\n"  # a careful child's first line: from here on the clock of its first test runs
+NONCE_LENGTH = 32  # hex characters of the per-job nonce that starts every packet
+MAX_PACKET = 60000  # bytes of a record per packet (well under the socket's send buffer)
+_monotonic = time.monotonic  # captured here: an answer rebinding time.monotonic changes nothing
 
 
 class _TestTimeout(BaseException):
@@ -193,45 +207,66 @@ def _encode_output(value):
     return encode(value)
 
 
-def run_tests(code, tests, start, rules, timeout=None, out=RESULT_FD):
-    """One result line per test, from ``start`` on.
+def send_packet(fd, data):
+    """One packet on the result socket (SOCK_SEQPACKET: the kernel keeps it whole)."""
+    os.write(fd, data)
 
-    With ``timeout`` (fast runs) each test is bounded by an interval timer and all lines are
-    written together at the end; without it each line is written as soon as it is known and
-    the worker keeps the time. The builtins are put back after every test. ``out`` is the
-    file descriptor written to (the worker's warm-up writes to /dev/null).
+
+def record_packets(nonce, index, status, detail):
+    """The packets of one result: ``nonce + b" " + [index, status, detail]`` as JSON, or for a
+    large one its head in ``nonce + b"+" + part`` packets and the last part after ``b" "``."""
+    body = result_line(index, status, detail).encode()
+    packets = []
+    while len(body) > MAX_PACKET:
+        packets.append(nonce + b"+" + body[:MAX_PACKET])
+        body = body[MAX_PACKET:]
+    packets.append(nonce + b" " + body)
+    return packets
+
+
+def run_tests(code, count, start, rules, timeout, nonce, next_test, out=RESULT_FD,
+              _clock=_monotonic):
+    """Run the tests ``start .. count - 1``; one result per test, sent as soon as it is known.
+    ``next_test()`` gives each test's expression (None: the worker closed the pipe).
+
+    Each test is bounded by an interval timer (an overrun is recorded as ``timeout`` and the
+    next test runs) and, whatever the answer does with that timer (ignores it, swallows its
+    exception), by its measured time: a test whose run and encoding took longer than
+    ``timeout`` is recorded as ``timeout``. The builtins are put back after every test. A
+    ``begin`` packet goes first: the worker times each test from the kernel's receive
+    timestamps of these packets.
     """
     try:
         compiled = compile(code, "<answer>", "exec")
     except BaseException as error:  # a syntax error fails every test, as exec would
         compiled, failure = None, type(error).__name__
-    batch = []
-    for index in range(start, len(tests)):
+    send_packet(out, nonce + b"B")
+    for index in range(start, count):
+        expression = next_test()
+        if expression is None:
+            return
         if compiled is None:
             line = (index, "error", failure)
         else:
+            began = _clock()
             try:
-                if timeout:
-                    signal.setitimer(signal.ITIMER_REAL, timeout)
-                value = _run_test(compiled, code, tests[index], rules)
-                if timeout:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_REAL, timeout)
+                value = _run_test(compiled, code, expression, rules)
+                signal.setitimer(signal.ITIMER_REAL, 0)
                 BUILTINS.restore()
                 line = (index, "ok", _encode_output(value))
             except _TestTimeout:
                 BUILTINS.restore()
                 line = (index, "timeout", f"over {timeout} s")
             except BaseException as error:
-                if timeout:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_REAL, 0)
                 BUILTINS.restore()
                 line = (index, "error", type(error).__name__)
-        if timeout:
-            batch.append(result_line(*line))
-        else:
-            write_all(out, result_line(*line).encode())
-    if batch:
-        write_all(out, "".join(batch).encode())
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            if _clock() - began > timeout:  # the timer was ignored, swallowed or late
+                line = (index, "timeout", f"over {timeout} s")
+        for packet in record_packets(nonce, *line):
+            send_packet(out, packet)
 
 
 def warm_up(devnull_fd, rounds=12):
@@ -246,30 +281,66 @@ def warm_up(devnull_fd, rounds=12):
     try:
         code = "def f(x):\n    return [x, str(x), (x, 1.5), {x: None}, {x}, x == 1]\n"
         tests = ["f(1)", "f('a')", "missing(1)", "f(2) == [2]"]
+        job = json.dumps({"code": code, "count": len(tests), "start": 0, "rules": "benchmark",
+                          "timeout": 3600, "nonce": "0" * NONCE_LENGTH, "memory_mb": 0})
+        lines = [json.dumps(test).encode() for test in tests]
         for _ in range(rounds):
             for rules in ("benchmark", "strict"):
-                run_tests(code, tests, 0, rules, timeout=3600, out=devnull_fd)
-                run_tests(code, tests, 0, rules, out=devnull_fd)
+                task = parse_job(job.encode())
+                given = iter(lines)
+                run_tests(code, task["count"], 0, rules, 3600, task["nonce"].encode(),
+                          lambda: parse_test(next(given, None)), out=devnull_fd)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
 
-def _run_job(job):
-    run_tests(job["code"], job["tests"], job["start"], job["rules"],
-              job["timeout"] if job.get("fast") else None)
+def parse_job(line):
+    """A job line (bytes) as the worker wrote it."""
+    job = json.loads(line)
+    if len(job["nonce"]) != NONCE_LENGTH:
+        raise ValueError("bad nonce")
+    return job
 
 
-def child_main(job_fd, job=None):
-    """Run ``job`` (inherited through the fork) and return, or, for a reusable child, each
-    job read from ``job_fd`` until it closes."""
+def parse_test(line):
+    """A test line (bytes, a JSON string) as the worker wrote it; None at end of input."""
+    return None if line is None else str(json.loads(line))
+
+
+class JobPipe:
+    """Lines from the job pipe. Lines come one at a time (the worker writes a test only after
+    the previous record), but an answer that sends records early can make two wait at once:
+    none is dropped."""
+
+    def __init__(self, fd):
+        self.fd, self.pending = fd, bytearray()
+
+    def line(self):
+        """The next line without its newline; None once the pipe is closed."""
+        while True:
+            end = self.pending.find(b"\n")
+            if end >= 0:
+                line = bytes(self.pending[:end])
+                del self.pending[:end + 1]
+                return line
+            chunk = os.read(self.fd, 4096)
+            if not chunk:
+                return None
+            self.pending += chunk
+
+
+def serve(first_job, pipe, confine_for):
+    """Run ``first_job``, then, for a reusable child, each further job read from ``pipe``
+    until it closes. ``confine_for(job)`` applies the job's bounds before any of its code runs
+    (it is only called for the first job: a reused child keeps its bounds)."""
     signal.signal(signal.SIGALRM, _on_alarm)
-    if job is not None:
-        if not job.get("fast"):  # careful runs time each test from here on
-            write_all(RESULT_FD, READY)
-        _run_job(job)
-        return
-    stream = os.fdopen(job_fd, "r", encoding="utf-8")
-    write_all(RESULT_FD, READY)
-    for line in stream:
-        _run_job(json.loads(line))
+    job = first_job
+    confine_for(job)
+    while job is not None:
+        run_tests(job["code"], job["count"], job["start"], job["rules"], job["timeout"],
+                  job["nonce"].encode(), lambda: parse_test(pipe.line()))
+        if not job.get("reuse"):
+            return
+        line = pipe.line()
+        job = parse_job(line) if line else None

@@ -1,22 +1,25 @@
-"""Linux confinement for the grader's sandbox: namespaces, Landlock, resource limits, uid.
+"""Linux confinement for the grader's sandbox: namespaces, mounts, Landlock, seccomp, limits, uid.
 
-Stdlib-only (ctypes for the three Landlock system calls): the sandbox worker loads this file
-by path. Each layer is used when the kernel and our privileges allow it, and the worker
-reports which ones are active, so a run records how isolated it was:
+Stdlib-only (ctypes for the system calls Python lacks): the sandbox worker loads this file by
+path, and the grading process uses its cleanup. Each layer is used when the kernel and our
+privileges allow it, and the worker reports which ones are active, so a run records how
+isolated it was. The worker calls, in this order (each later step needs the earlier ones):
 
 - ``enter_private_network``: a fresh network namespace, so the only interface is a loopback
-  that is down — no connection leaves the process, TCP or otherwise (as root directly, as a
-  normal user inside a new user namespace);
-- ``Landlock`` (applied to the worker, inherited by its children): reads only under the
-  Python installation and system library folders (so the task file with the reference
-  solutions cannot be read), writes only in the scratch folder, no TCP bind/connect, and no
-  signals to processes outside the sandbox (from Landlock ABI 6);
+  that is down (as root directly, as a normal user inside a new user namespace);
+- ``private_tmpfs``: the jobs folder becomes a size-bounded tmpfs in a mount namespace of
+  the worker's own, so what answers write counts against that size, not the disk;
+- ``Landlock`` (:mod:`sandbox_landlock`, applied to the worker, inherited): reads only under
+  the Python installation and system folders, never this project's own files, writes only in
+  the jobs folder, no TCP, no signals out of the domain (ABI 6); ``job_ruleset`` builds the
+  layer each child adds with ``restrict_with`` to write only in its own job folder;
 - ``become``: the worker gives up root once — a uid of its own where that uid can still read
-  the Python installation, else root without capabilities;
-- ``SeccompFilter`` (built in the worker, installed by each child): fork/clone/exec, kill and
-  friends, ptrace and socket fail with EPERM, on every kernel with seccomp (x86-64, arm64);
-- ``limit_resources`` (each child): address space, CPU seconds, file size, no core dumps, and
-  RLIMIT_NPROC 0 as a second stop against new processes where the kernel enforces it.
+  the Python installation, else root without capabilities; ``set_dumpable(False)``;
+- ``SeccompFilter`` (:mod:`sandbox_seccomp`, built in the worker, installed by each child);
+- ``limit_resources`` (each child): address space, CPU seconds, file size, open files, no
+  core dumps, no locked memory, no message queues, RLIMIT_NPROC 0.
+
+:func:`remove_tree` and :func:`scratch_reachable` live in :mod:`sandbox_cleanup`.
 """
 
 from __future__ import annotations
@@ -26,114 +29,52 @@ import os
 import resource
 import sys
 import sysconfig
-from collections.abc import Iterable
+
+
+def _sibling(name: str):
+    """A module next to this file, however this file was loaded: by the worker (this folder
+    is first on its path) or by file path from the grading process."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    module = sys.modules.get(name)
+    if module is None:
+        try:
+            module = __import__(name)
+        except ImportError:
+            module = None
+    if module is None or os.path.dirname(os.path.abspath(getattr(module, "__file__", "") or "")) != here:
+        import importlib.util  # only when loaded by file path: the worker never gets here
+
+        spec = importlib.util.spec_from_file_location(name, os.path.join(here, name + ".py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module
+
+
+if __package__:  # imported as sweet_rl.evaluation.sandbox_confine
+    from . import sandbox_cleanup as _cleanup
+    from . import sandbox_landlock as _landlock
+    from . import sandbox_seccomp as _seccomp
+else:
+    _cleanup, _landlock, _seccomp = (_sibling(name) for name in
+                                     ("sandbox_cleanup", "sandbox_landlock", "sandbox_seccomp"))
+
+# the public names of the sibling modules, so callers need only this one
+Landlock, ListOnly, landlock_abi = _landlock.Landlock, _landlock.ListOnly, _landlock.landlock_abi
+readable_roots, job_ruleset, restrict_with = (_landlock.readable_roots, _landlock.job_ruleset,
+                                              _landlock.restrict_with)
+SeccompFilter, seccomp_program = _seccomp.SeccompFilter, _seccomp.seccomp_program
+remove_tree, scratch_reachable = _cleanup.remove_tree, _cleanup.scratch_reachable
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 
+CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
-PR_SET_NO_NEW_PRIVS = 38
-SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
-LANDLOCK_RULE_PATH_BENEATH = 1
-
-# filesystem rights by the Landlock ABI that introduced them
-_FS_EXECUTE, _FS_WRITE_FILE, _FS_READ_FILE, _FS_READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-_FS_ABI1 = (1 << 13) - 1  # execute .. make_sym
-_FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
-_FILE_ONLY_RIGHTS = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
-_READ_RIGHTS = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
-_NET_ALL = (1 << 0) | (1 << 1)  # bind_tcp, connect_tcp (ABI 4)
-_SCOPE_ALL = (1 << 0) | (1 << 1)  # abstract unix sockets, signals (ABI 6)
+PR_SET_DUMPABLE = 4
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
 
 SANDBOX_UID_BASE = 61000  # as root, worker slot s runs its children as uid/gid BASE + s
-
-
-class _RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64),
-                ("scoped", ctypes.c_uint64)]
-
-
-class _PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
-def landlock_abi() -> int:
-    """The kernel's Landlock ABI version, 0 when Landlock is unavailable or disabled."""
-    version = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    return max(0, int(version))
-
-
-def _fs_rights(abi: int) -> int:
-    rights = _FS_ABI1
-    if abi >= 2:
-        rights |= _FS_REFER
-    if abi >= 3:
-        rights |= _FS_TRUNCATE
-    if abi >= 5:
-        rights |= _FS_IOCTL_DEV
-    return rights
-
-
-def readable_roots(extra: Iterable[str] = ()) -> list[str]:
-    """Folders sandboxed code may read: the Python installation, the system libraries and
-    ``extra`` (the grading interpreter's site-packages folders, which the worker is given).
-
-    Deliberately not every ``sys.path`` entry: an editable install puts the project folder
-    there, and its outputs hold reference solutions.
-    """
-    names = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-             "/usr", "/lib", "/lib64", "/bin", "/etc/ld.so.cache", "/etc/localtime",
-             "/dev/null", "/dev/urandom"}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        names.add(sysconfig.get_paths().get(key, ""))
-    names.update(extra)
-    return sorted(n for n in names if n and os.path.exists(n))
-
-
-class Landlock:
-    """A ruleset built in the worker, which :meth:`restrict` confines (children inherit it)."""
-
-    def __init__(self, writable: str, readable: Iterable[str]):
-        self.abi = landlock_abi()
-        self.fd = -1
-        if not self.abi:
-            return
-        fs = _fs_rights(self.abi)
-        attr = _RulesetAttr(fs, _NET_ALL if self.abi >= 4 else 0, _SCOPE_ALL if self.abi >= 6 else 0)
-        size = 8 if self.abi < 4 else (16 if self.abi < 6 else 24)
-        fd = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size),
-                           ctypes.c_uint32(0))
-        if fd < 0:
-            self.abi = 0
-            return
-        self.fd = int(fd)
-        self._allow(writable, fs)
-        for path in readable:
-            self._allow(path, _READ_RIGHTS | _FS_WRITE_FILE if path == "/dev/null" else _READ_RIGHTS)
-
-    def _allow(self, path: str, rights: int) -> None:
-        if not os.path.isdir(path):
-            rights &= _FILE_ONLY_RIGHTS
-        rights &= _fs_rights(self.abi)
-        target = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        try:
-            rule = _PathBeneath(rights, target)
-            if _libc.syscall(SYS_LANDLOCK_ADD_RULE, ctypes.c_int(self.fd),
-                             ctypes.c_int(LANDLOCK_RULE_PATH_BENEATH), ctypes.byref(rule),
-                             ctypes.c_uint32(0)) < 0:
-                raise OSError(ctypes.get_errno(), f"landlock_add_rule failed for {path}")
-        finally:
-            os.close(target)
-
-    def restrict(self) -> bool:
-        """Confine the calling process (and whatever it could start) for good."""
-        if self.fd < 0:
-            return False
-        if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            return False
-        return _libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(self.fd), ctypes.c_uint32(0)) == 0
 
 
 def enter_private_network() -> bool:
@@ -154,18 +95,59 @@ def enter_private_network() -> bool:
     return True
 
 
-def limit_resources(memory_mb: int, cpu_seconds: int, file_mb: int = 64) -> None:
-    """Bounds for the calling process. RLIMIT_NPROC 0: no fork, no thread."""
+def limit_resources(memory_mb: int, cpu_seconds: int, file_mb: int = 64, open_files: int = 64) -> None:
+    """Bounds for the calling process: address space, CPU seconds (SIGXCPU, then SIGKILL a
+    second later), size of a written file, open descriptors, no core dumps, no locked memory
+    (mlock, io_uring and BPF buffers), no POSIX message queues (their memory is the kernel's),
+    and RLIMIT_NPROC 0: no fork, no thread. A limit is never raised above its current hard
+    limit (that would fail without privilege): the lower of the two applies."""
     limits = {
-        resource.RLIMIT_AS: memory_mb * 1024 * 1024,
-        resource.RLIMIT_CPU: max(1, cpu_seconds),
-        resource.RLIMIT_FSIZE: file_mb * 1024 * 1024,
-        resource.RLIMIT_CORE: 0,
-        resource.RLIMIT_NPROC: 0,
+        resource.RLIMIT_AS: (memory_mb * 1024 * 1024,) * 2,
+        resource.RLIMIT_CPU: (max(1, cpu_seconds), max(1, cpu_seconds) + 1),
+        resource.RLIMIT_FSIZE: (file_mb * 1024 * 1024,) * 2,
+        resource.RLIMIT_NOFILE: (open_files, open_files),
+        resource.RLIMIT_CORE: (0, 0),
+        resource.RLIMIT_MEMLOCK: (0, 0),
+        resource.RLIMIT_MSGQUEUE: (0, 0),
+        resource.RLIMIT_NPROC: (0, 0),
     }
-    for kind, value in limits.items():
-        hard = value + 1 if kind == resource.RLIMIT_CPU else value  # SIGXCPU before SIGKILL
-        resource.setrlimit(kind, (value, hard))
+    for kind, (soft, hard) in limits.items():
+        current = resource.getrlimit(kind)[1]
+        if current != resource.RLIM_INFINITY:
+            hard = min(hard, current)
+        resource.setrlimit(kind, (min(soft, hard), hard))
+
+
+def set_dumpable(flag: bool) -> bool:
+    """PR_SET_DUMPABLE: a process that is not dumpable cannot be ptraced or have its memory,
+    descriptors or environment read through /proc by processes of the same uid, and its
+    children (which inherit the flag through fork) neither. True when it took."""
+    return _libc.prctl(ctypes.c_int(PR_SET_DUMPABLE), ctypes.c_ulong(1 if flag else 0),
+                       ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)) == 0
+
+
+def private_tmpfs(path: str, size_mb: int, inodes: int = 16384) -> bool:
+    """Mount a tmpfs of ``size_mb`` MiB and ``inodes`` entries (mode 0700, nosuid, nodev,
+    noexec) over the folder ``path``, in a new mount namespace of the calling process only;
+    True when it worked, never raises.
+
+    Works as real root and, for a normal user, inside the user namespace that
+    :func:`enter_private_network` created (tmpfs may be mounted there). Call it before
+    Landlock (a Landlock domain forbids mounting) and before giving up privileges. Mounts
+    are first made private, so nothing mounted here shows outside; other processes keep
+    seeing the folder as it was, and the tmpfs goes away with the last process inside.
+    Must be called while the process has one thread (unshare of a mount namespace).
+    """
+    try:
+        if not os.path.isdir(path) or _libc.unshare(ctypes.c_int(CLONE_NEWNS)) != 0:
+            return False
+        if _libc.mount(None, b"/", None, ctypes.c_ulong(MS_REC | MS_PRIVATE), None) != 0:
+            return False
+        options = f"size={max(1, int(size_mb))}m,nr_inodes={max(16, int(inodes))},mode=0700"
+        return _libc.mount(b"tmpfs", os.fsencode(path), b"tmpfs",
+                           ctypes.c_ulong(MS_NOSUID | MS_NODEV | MS_NOEXEC), options.encode()) == 0
+    except Exception:  # noqa: BLE001 - a missing layer is reported, never raised
+        return False
 
 
 def installation_readable_by_others() -> bool:
@@ -198,72 +180,6 @@ def drop_capabilities() -> bool:
     header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
     data = (_CapData * 2)()
     return _libc.capset(ctypes.byref(header), data) == 0
-
-
-# seccomp: audit arch and the syscalls refused per machine (fork/vfork exist on x86-64 only)
-_SECCOMP_TABLE = {
-    "x86_64": (0xC000003E, {"fork": 57, "vfork": 58, "clone": 56, "clone3": 435, "execve": 59,
-                            "execveat": 322, "kill": 62, "tkill": 200, "tgkill": 234,
-                            "pidfd_send_signal": 424, "ptrace": 101, "socket": 41,
-                            "process_vm_writev": 311, "process_vm_readv": 310}),
-    "aarch64": (0xC00000B7, {"clone": 220, "clone3": 435, "execve": 221, "execveat": 281,
-                             "kill": 129, "tkill": 130, "tgkill": 131, "pidfd_send_signal": 424,
-                             "ptrace": 117, "socket": 198, "process_vm_writev": 271,
-                             "process_vm_readv": 270}),
-}
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8),
-                ("k", ctypes.c_uint32)]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
-
-
-def seccomp_program(machine: str) -> list[tuple] | None:
-    """The BPF program as ``(code, jt, jf, k)`` rows, or None for an unknown machine.
-
-    Layout: check the arch (a foreign ABI, e.g. i386 calls on x86-64, kills), load the
-    syscall number, refuse x32 numbers on x86-64, compare against each refused call, allow.
-    """
-    if machine not in _SECCOMP_TABLE:
-        return None
-    arch, refused = _SECCOMP_TABLE[machine]
-    load, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    allow, eperm, kill = 0x7FFF0000, 0x00050000 | 1, 0x80000000
-    numbers = sorted(refused.values())
-    head = [(load, 0, 0, 4), None, (load, 0, 0, 0)]
-    if machine == "x86_64":
-        head.append(None)  # x32 check, filled below
-    body_start = len(head)
-    index_allow = body_start + len(numbers)
-    index_eperm, index_kill = index_allow + 1, index_allow + 2
-    head[1] = (jeq, 0, index_kill - 2, arch)
-    if machine == "x86_64":
-        head[3] = (jge, index_kill - 4, 0, 0x40000000)
-    body = [(jeq, index_eperm - (body_start + i) - 1, 0, n) for i, n in enumerate(numbers)]
-    return head + body + [(ret, 0, 0, allow), (ret, 0, 0, eperm), (ret, 0, 0, kill)]
-
-
-class SeccompFilter:
-    """The filter, built once (in the worker); :meth:`install` applies it to the calling
-    process (each child) with two prctl calls."""
-
-    def __init__(self, machine: str | None = None):
-        rows = seccomp_program(machine or os.uname().machine)
-        self.available = rows is not None
-        if rows:
-            self._program = (_SockFilter * len(rows))(*[_SockFilter(*row) for row in rows])
-            self._fprog = _SockFprog(len(rows), self._program)
-
-    def install(self) -> bool:
-        """Confine the calling process for good; True when the filter took."""
-        if not self.available:
-            return False
-        _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        return _libc.prctl(22, 2, ctypes.byref(self._fprog), 0, 0) == 0  # PR_SET_SECCOMP, FILTER
 
 
 def die_with_parent(parent_pid: int) -> None:

@@ -2,71 +2,79 @@
 
 Started by :mod:`sweet_rl.evaluation.sandbox` as ``python -S sandbox_worker.py --slot N
 --scratch DIR [--library DIR ...]`` with a scrubbed environment (stdlib only; it loads its
-sibling modules by path; what a child runs is in :mod:`sandbox_child`). At start it confines
-*itself* — private network, Landlock, no privileges — then
-answers one JSON job per line on stdin with one JSON reply per line on stdout::
+sibling modules by path). At start it confines *itself* — private network, a size-bounded
+private tmpfs for the jobs' folder, Landlock, no privileges, not dumpable — warms up, forks
+its fork server (:mod:`sandbox_zygote`, which never sees a job), then answers one JSON job per
+line on stdin with one JSON reply per line on stdout::
 
     job:   {"code": str, "tests": [expr, ...], "rules": "benchmark"|"strict",
             "timeout": seconds per test, "memory_mb": int, "reuse": bool}
-    reply: {"results": [[status, detail], ...]}   status: ok | error | timeout | crash
+    reply: {"results": [[status, detail], ...], "refused": int}
+           status: ok | error | timeout | crash; refused: packets without the job's nonce
 
-A job runs in a forked child that adds its own bounds (new session, resource limits, a
-seccomp filter against new processes, signals and sockets) and runs the tests in order. An
-answer's child serves that one job and is thrown away, so nothing it changes can reach
-another answer; with ``reuse`` (reference solutions, which are trusted to be correct though
-not to be fast) a healthy child is kept for the next job. Forking from this small warm
-process costs about a millisecond, far less than starting Python; what makes a fork cheap
-is a small worker (no ``site``, few imports) whose lazily built state (the AST types of
-``compile``) exists before the fork, so children do not each build and copy it.
+A job runs in a child forked from the zygote. The child gets its job through a pipe, adds its
+own bounds (new session, resource limits, a Landlock layer that lets it write only in the
+job folder, a seccomp filter) and sends one record per test as soon as it has it (see
+:mod:`sandbox_child`). Each test's expression goes down the pipe only when the previous
+record has arrived, and from then this worker gives the test ``timeout`` seconds plus a
+grace period; a child that overruns (its timer ignored, stuck in C code) or dies
+is killed with its process group, that test fails, and a fresh child carries on with the next
+test (tests are deterministic). A record also fails as ``timeout`` when the kernel's receive
+timestamps say the test took longer than its limit, whatever the child reported. Worst case
+per job: ``tests x (timeout + GRACE + SETUP_LIMIT)``.
 
-Two ways to run a job, because waking the worker once per test costs as much as the test:
-
-* fast (first): the child bounds each test itself with a ``timeout``-second interval timer
-  (a test that overruns is recorded as ``timeout`` and the next one runs) and writes all
-  results in one go; the worker waits once, for the whole job, with a backstop of
-  ``timeout`` per test plus a grace period;
-* careful (only when the fast run failed: the child died, or ignored its timer, e.g. stuck
-  in C code or with the alarm disabled): a fresh child writes one line per test, the worker
-  gives each test ``timeout`` seconds of wall time from the previous result, kills a child
-  that overruns or dies with its whole process group, records ``timeout``/``crash`` for that
-  test, and a fresh child carries on with the next test. Tests are deterministic, so running
-  the earlier ones again gives the same results.
+After every answer the job folder is emptied (an iterative, permission-fixing delete); if it
+cannot be, the worker replies and exits, and the grader starts a fresh one. With ``reuse``
+(reference solutions, trusted to be correct though not to be fast) a healthy child is kept for
+the next job.
 """
 
+import fcntl
 import gc
 import json
 import os
-import select
 import signal
 import sys
-import time
+
+import _socket
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 import sandbox_confine as confine  # noqa: E402
-from sandbox_child import JOB_FD, READY, RESULT_FD, child_main, warm_up, write_all  # noqa: E402
+import sandbox_records as records  # noqa: E402
+import sandbox_zygote as zygote  # noqa: E402
+from sandbox_child import (JOB_FD, NONCE_LENGTH, RESULT_FD, JobPipe, parse_job,  # noqa: E402
+                           serve, warm_up, write_all)
 
 # sandboxed code imports from the Python installation only, not from this package's folder
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 REUSED_CPU_SECONDS = 3600  # a reused child is bounded per test by the clock, this is a backstop
 MAX_JOBS_PER_CHILD = 500  # a reused child is replaced after this many jobs
-# a child that writes more than this is treated as crashed: room for a few outputs of the
-# largest size the wire format carries (sandbox_values.MAX_BYTES), escaped once more
-MAX_REPLY_BYTES = 160 * 1024 * 1024
-SETUP_LIMIT = 10.0  # seconds a child may take to confine itself before its first test
-FAST_GRACE = 0.5  # seconds on top of the tests' own bounds before a fast run is given up
-FAST_SETUP = 2.0  # seconds a fresh child of a fast run may take to confine itself
+EXIT_WAIT = 2.0  # seconds a child that sent its last record may take to exit
+JOBS_TMPFS_MB = 512  # the size of the private tmpfs that holds the job folder
+PIPE_BYTES = 1 << 20  # a job pipe's size: an answer that sends records early makes the
+# worker write tests faster than its harness reads them; a full pipe would stall the worker
+# (the grading process then replaces it, failing that job only)
 
 
-class _Child:
-    """A forked, confined child and the worker's ends of its two pipes."""
+def _high(fd, floor=64):
+    """``fd`` moved to a number at or above ``floor``: a child puts its channels at 3 and 4,
+    which must not land on a descriptor it still needs."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, floor)
+    os.close(fd)
+    return moved
 
-    def __init__(self, pid, job_fd, result_fd):
-        self.pid, self.job_fd, self.result_fd = pid, job_fd, result_fd
-        # bytes of an unfinished line, as a list of chunks: joined only when a newline comes,
-        # so a line of many megabytes is not copied once per chunk
-        self.pieces, self.received, self.jobs, self.ready = [], 0, 0, False
+
+def pin_to_one_cpu(slot):
+    """Keep this worker and its children on one CPU (the grading thread's: its reference and
+    answer workers take turns). The worker hands each test to its child right after the
+    previous record, so the two wake each other about twice per test; on one CPU such a
+    wake-up is a cheap switch, across CPUs it waits for the other one to wake (measured with
+    benchmarks/bench_grader.py, runs alternated: 171-198 tasks/s pinned, 150-164 not)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) > 1:
+        os.sched_setaffinity(0, {cpus[(slot // 2) % len(cpus)]})
 
 
 class Worker:
@@ -74,23 +82,33 @@ class Worker:
         real_root = os.getuid() == 0
         uid = (confine.SANDBOX_UID_BASE + slot
                if real_root and confine.installation_readable_by_others() else None)
+        pin_to_one_cpu(slot)
         self.private_network = confine.enter_private_network()
-        # one folder for every child of this worker, emptied after each child that wrote
-        self.workdir = os.path.join(scratch, "work")
-        os.mkdir(self.workdir, 0o700)
+        jobs = os.path.join(scratch, "jobs")
+        os.mkdir(jobs, 0o700)
+        # files an answer writes count against this tmpfs's size, not against the disk
+        self.tmpfs = confine.private_tmpfs(jobs, JOBS_TMPFS_MB)
+        self.jobdir = os.path.join(jobs, "current")
+        os.mkdir(self.jobdir, 0o700)
         if uid is not None:
-            os.chown(scratch, uid, uid)
-            os.chown(self.workdir, uid, uid)
-        self.devnull = os.open(os.devnull, os.O_RDWR)
-        # what children see as their home and temporary folder (the rest was scrubbed); set
-        # here once rather than in every child
-        os.environ.update(HOME=self.workdir, TMPDIR=self.workdir)
-        # Landlock confines this worker itself, once: its children inherit the domain, which
-        # is much cheaper than a domain per child (seccomp, per child, stops signals)
-        landlock = confine.Landlock(scratch, confine.readable_roots(libraries))
+            for path in (scratch, jobs, self.jobdir):
+                os.chown(path, uid, uid)
+        self.devnull = _high(os.open(os.devnull, os.O_RDWR))
+        os.environ.update(HOME=self.jobdir, TMPDIR=self.jobdir)
+        # Landlock confines this worker itself, once: the zygote and the children inherit it;
+        # each child adds a layer (built here, once) that lets it write only in the job folder
+        landlock = confine.Landlock(jobs, confine.readable_roots(libraries))
         self.landlock_abi = landlock.abi if landlock.restrict() else 0
-        # the worker needs no privilege from here on: children inherit the dropped one
-        confine.become(uid)
+        self.job_layer = confine.job_ruleset(self.jobdir) if self.landlock_abi else -1
+        if self.job_layer >= 0:
+            self.job_layer = _high(self.job_layer)
+        confine.become(uid)  # no privilege from here on: the children inherit the drop
+        confine.set_dumpable(False)  # nothing of the same uid may read or trace our memory
+        reachable, blocker = confine.scratch_reachable(self.jobdir, os.getuid())
+        if not reachable:
+            raise SystemExit(f"the sandbox cannot use its scratch folder {scratch}: {blocker} "
+                             "is not searchable by the sandbox's user; pick a scratch root "
+                             "(TMPDIR) that every user may enter")
         self.reusable = None  # a child kept for jobs that allow reuse (references)
         self.seccomp = confine.SeccompFilter()
         self.isolation = {
@@ -99,181 +117,142 @@ class Worker:
             "user": (f"uid {uid}" if uid is not None
                      else "root without capabilities" if real_root else "the calling user"),
             "seccomp": self.seccomp.available,
+            "private_tmpfs": self.tmpfs,
+            "fork_server": True,
         }
+        self.zygote = None
 
-    def _fork(self, job, task):
-        """A confined child. A one-shot child (``task`` given) runs that task, inherited
-        through the fork, and exits; a reusable one (``task`` None) reads tasks from a pipe."""
-        job_read, job_write = os.pipe() if task is None else (None, None)
-        result_read, result_write = os.pipe()
-        worker_pid = os.getpid()
-        pid = os.fork()
-        if pid:
-            if job_read is not None:
-                os.close(job_read)
-            os.close(result_write)
-            return _Child(pid, job_write, result_read)
-        try:  # the child: confine, then run jobs; never returns
-            os.setsid()
-            os.chdir(self.workdir)
-            confine.die_with_parent(worker_pid)
-            left = len(job["tests"]) - (task["start"] if task else 0)
-            cpu = REUSED_CPU_SECONDS if task is None else job["timeout"] * left + 2
-            confine.limit_resources(int(job["memory_mb"]), int(cpu))
+    # -- children --------------------------------------------------------------------------
+    def start_zygote(self):
+        keep = [self.devnull] + ([self.job_layer] if self.job_layer >= 0 else [])
+        self.zygote = zygote.start_zygote(self._child_entry, keep, confine.die_with_parent)
+
+    def _child_entry(self, folder, job_fd, result_fd, ruleset_fd, zygote_pid):
+        """In a fresh child of the zygote: take the job from the pipe, confine, run it."""
+        os.setsid()
+        confine.die_with_parent(zygote_pid)
+        os.chdir(folder)
+        os.environ.update(HOME=folder, TMPDIR=folder)
+        # the received descriptors may sit on 3 or 4 themselves: lift them first
+        result_fd, job_fd = _high(result_fd), _high(job_fd)
+        os.dup2(result_fd, RESULT_FD)
+        os.dup2(job_fd, JOB_FD)
+        os.close(result_fd)
+        os.close(job_fd)
+        pipe = JobPipe(JOB_FD)
+        job = parse_job(pipe.line() or b"null")
+
+        def confine_for(task):
+            left = task["count"] - task["start"]
+            cpu = REUSED_CPU_SECONDS if task.get("reuse") else task["timeout"] * left + 2
+            confine.limit_resources(int(task["memory_mb"]), int(cpu))
+            if self.job_layer >= 0:
+                confine.restrict_with(self.job_layer)
             self.seccomp.install()
             for fd in (0, 1, 2):
                 os.dup2(self.devnull, fd)
-            os.dup2(result_write, RESULT_FD)
-            if job_read is not None:
-                os.dup2(job_read, JOB_FD)
-            os.closerange(RESULT_FD + 1 if task else JOB_FD + 1, 1 << 16)
-            child_main(JOB_FD, task)
-        finally:
-            os._exit(0)
+            os.closerange(JOB_FD + 1, 1 << 16)
 
+        serve(job, pipe, confine_for)
+
+    def _fork(self, task):
+        job_read, job_write = os.pipe()
+        try:  # room for every test line at once (see _give); the default 64 KiB if refused
+            fcntl.fcntl(job_write, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:
+            pass
+        ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        ours.setsockopt(_socket.SOL_SOCKET, records.SO_TIMESTAMPNS, 1)
+        try:
+            pid = self.zygote.fork(self.jobdir, job_read, theirs.fileno(), -1)
+        finally:
+            os.close(job_read)
+            theirs.close()
+        child = records.Child(pid, ours, job_write)
+        return child
+
+    def _send(self, child, line):
+        try:
+            write_all(child.job_fd, line)
+        except OSError:  # the child is gone already: its socket says so
+            pass
+
+    def _give(self, child, task, tests, index):
+        """Test ``index``'s expression to the child, when its clock starts (see collect); the
+        pipe closes after a one-shot child's last test, so its harness ends there."""
+        self._send(child, (json.dumps(tests[index]) + "\n").encode())
+        if index == len(tests) - 1 and not task["reuse"]:
+            os.close(child.job_fd)
+            child.job_fd = None
+
+    # -- jobs ------------------------------------------------------------------------------
     def run(self, job):
-        """Results for every test of ``job``: a fast run first; what it did not deliver is
-        run again carefully, where a child that overruns or dies is replaced and the next
-        test goes to a fresh one."""
+        """Results for every test of ``job`` and the number of refused packets."""
         results = [None] * len(job["tests"])
-        index, fast = 0, True
+        index, refused = 0, 0
         while index < len(results):
-            task = {"code": job["code"], "tests": job["tests"], "start": index,
-                    "rules": job["rules"], "timeout": job["timeout"], "fast": fast}
-            reuse = job.get("reuse")
-            if reuse and self.reusable:
-                child = self.reusable
-            else:
-                child = self._fork(job, None if reuse else task)
+            task = {"code": job["code"], "count": len(job["tests"]), "start": index,
+                    "rules": job["rules"], "timeout": job["timeout"],
+                    "memory_mb": job["memory_mb"], "reuse": bool(job.get("reuse")),
+                    "nonce": os.urandom(NONCE_LENGTH // 2).hex()}
+            reuse = task["reuse"]
+            child = self.reusable if reuse and self.reusable else self._fork(task)
             self.reusable = None
-            if reuse:
-                write_all(child.job_fd, (json.dumps(task) + "\n").encode())
+            self._send(child, (json.dumps(task) + "\n").encode())
+            # a reference is trusted not to race its own clock: all its tests at once, no
+            # round trips (unless they could fill the pipe while its records fill the socket)
+            ahead = reuse and sum(len(test) + 8 for test in job["tests"]) < PIPE_BYTES // 8
+            if ahead:
+                for at in range(index, len(results)):
+                    self._give(child, task, job["tests"], at)
             child.jobs += 1
             child.received = 0  # the reply bound is per job (a reused child serves many)
-            reached, healthy = self._collect(child, job, index, results, fast)
-            if healthy and reuse and child.jobs < MAX_JOBS_PER_CHILD:
+            index, healthy, bad = records.collect(
+                child, task, index, results, self._status,
+                (lambda at: None) if ahead else (lambda at: self._give(child, task, job["tests"], at)))
+            refused += bad
+            if healthy and reuse and child.alive and child.jobs < MAX_JOBS_PER_CHILD:
                 self.reusable = child
             else:
-                self._retire(child)
-            if fast and reached < len(results):
-                fast = False  # go on carefully from the first test without a result
-                for late in range(reached, len(results)):
-                    results[late] = None
-            index = reached
-        return results
+                self._retire(child, finished=healthy)
+        return results, refused
 
-    def _collect(self, child, job, index, results, fast):
-        """Read result lines until the job is done; ``(next index, child still usable)``.
-
-        Careful runs give each test ``timeout`` seconds from the previous result; fast runs
-        give the whole job the tests' own bounds plus a grace period, and on failure report
-        how far they got without recording anything for the test that failed.
-        """
-        timeout = job["timeout"]
-        setup = 0.0 if child.ready or not job.get("reuse") else SETUP_LIMIT
-        if fast:
-            # a one-shot child confines itself inside this budget too
-            budget = timeout * (len(results) - index) + FAST_GRACE + (0.0 if job.get("reuse") else FAST_SETUP)
-            deadline = time.monotonic() + setup + budget
-        else:
-            deadline = time.monotonic() + (SETUP_LIMIT if not child.ready else timeout)
-        while index < len(results):
-            wait = deadline - time.monotonic()
-            ready = select.select([child.result_fd], [], [], wait)[0] if wait > 0 else []
-            if not ready:
-                if fast:
-                    return index, False
-                results[index] = ["timeout", f"over {timeout} s"]
-                return index + 1, False
-            chunk = os.read(child.result_fd, 1 << 16)
-            child.received += len(chunk)
-            if not chunk:  # the child closed its pipe: it died, most likely
-                status = self._describe(self._reap(child))
-                if fast:
-                    return index, False
-                results[index] = ["crash", status]
-                return index + 1, False
-            if child.received > MAX_REPLY_BYTES:
-                if fast:
-                    return index, False
-                results[index] = ["crash", "output too large"]
-                return index + 1, False
-            if b"\n" not in chunk:
-                child.pieces.append(chunk)
-                continue
-            data = b"".join(child.pieces) + chunk if child.pieces else chunk
-            if not child.ready and data.startswith(READY):
-                child.ready = True
-                data = data[len(READY):]
-                if not fast:
-                    deadline = time.monotonic() + timeout
-            *lines, rest = data.split(b"\n")
-            child.pieces = [rest] if rest else []
-            for raw in lines:
+    def _retire(self, child, finished):
+        """Make sure the child is gone, then empty the job folder for the next one."""
+        if child.job_fd is not None:
+            os.close(child.job_fd)
+            child.job_fd = None
+        if child.alive and finished:  # it sent everything: it exits by itself
+            records.await_exit(child, EXIT_WAIT)
+        if child.alive:
+            for target in (lambda: os.killpg(child.pid, signal.SIGKILL),
+                           lambda: os.kill(child.pid, signal.SIGKILL)):
                 try:
-                    number, status, detail = json.loads(raw)
-                except (ValueError, TypeError):
-                    continue
-                if number == index and status in ("ok", "error") or (fast and number == index
-                                                                    and status == "timeout"):
-                    results[index] = [status, str(detail)]
-                    index += 1
-                    if not fast:
-                        deadline = time.monotonic() + timeout
-        return index, True
-
-    def _retire(self, child):
-        for fd in (child.job_fd, child.result_fd):
-            if fd is None:  # a one-shot child has no job pipe
-                continue
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        if child.pid:
-            self._reap(child)
-        self._empty(self.workdir)
-
-    @staticmethod
-    def _empty(folder):
-        """Remove whatever the child left in its working folder (it is usually empty)."""
-        for entry in os.scandir(folder):
-            if entry.is_dir(follow_symlinks=False):
-                import shutil  # rarely needed, and it pulls in compression modules
-
-                shutil.rmtree(entry.path, ignore_errors=True)
-            else:
-                try:
-                    os.unlink(entry.path)
+                    target()
                 except OSError:
                     pass
+            records.await_exit(child, EXIT_WAIT)
+        child.sock.close()
+        if child.pid:
+            self.zygote.done_with(child.pid)
+            child.pid = 0
+        if confine.remove_tree(self.jobdir, keep_root=True):
+            raise WorkerUnusable(f"could not empty the job folder {self.jobdir}")
 
-    @staticmethod
-    def _describe(status):
-        if status is None:
-            return "exited"
-        if os.WIFSIGNALED(status):
-            return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
-        return f"exited with status {os.WEXITSTATUS(status)}"
-
-    @staticmethod
-    def _reap(child):
-        """Kill the child's whole process group; return its wait status (None if gone)."""
+    def _status(self, child):
+        """The wait status of a child that ended (its pid is freed)."""
         pid, child.pid = child.pid, 0
-        if not pid:
-            return None
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:  # it ended by itself; with no new processes allowed it left no group behind
-            return status
-        for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
-            try:
-                target()
-            except OSError:
-                pass
-        try:
-            return os.waitpid(pid, 0)[1]
-        except ChildProcessError:
-            return None
+        return self.zygote.reap(pid) if pid else None
+
+    def close(self):
+        if self.reusable:
+            self._retire(self.reusable, finished=False)
+        if self.zygote:
+            self.zygote.close()
+
+
+class WorkerUnusable(RuntimeError):
+    """The worker cannot guarantee a clean job folder any more: it must be replaced."""
 
 
 def _arguments(argv):
@@ -291,24 +270,35 @@ def main():
     # started without ``site`` (python -S): answers import third-party packages from the
     # grading interpreter's site-packages folders, which come as arguments
     sys.path.extend(libraries)
-    worker = Worker(slot, scratch, libraries)
+    out = sys.stdout
+    try:
+        worker = Worker(slot, scratch, libraries)
+    except SystemExit as failure:
+        out.write(json.dumps({"error": str(failure)}) + "\n")
+        out.flush()
+        return
     warm_up(worker.devnull)
     # Children write to every object they touch (reference counts), and each first write to a
-    # page inherited from the worker copies it; keeping the garbage collector off the worker's
-    # own objects spares the children from touching all of them.
+    # page inherited from the zygote copies it; keeping the garbage collector off the warm
+    # objects spares the children from touching all of them.
     gc.collect()
     gc.freeze()
-    out = sys.stdout
+    worker.start_zygote()  # before the first job: the zygote never holds one
     out.write(json.dumps({"isolation": worker.isolation}) + "\n")
     out.flush()
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        job = json.loads(line)
-        out.write(json.dumps({"results": worker.run(job)}) + "\n")
-        out.flush()
-    if worker.reusable:  # the grader closed our input: leave no child behind
-        worker._retire(worker.reusable)
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            job = json.loads(line)
+            try:
+                results, refused = worker.run(job)
+            except WorkerUnusable:
+                break  # no reply: the grader restarts this worker and sends the job again
+            out.write(json.dumps({"results": results, "refused": refused}) + "\n")
+            out.flush()
+    finally:
+        worker.close()
 
 
 if __name__ == "__main__":

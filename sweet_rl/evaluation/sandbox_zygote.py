@@ -1,0 +1,154 @@
+"""The fork server ("zygote") that every sandboxed child is forked from.
+
+Loaded by path by :mod:`sandbox_worker` (stdlib only). The worker forks the zygote once,
+after it has confined and warmed itself up and *before it reads any job*, so the zygote's
+memory never holds a job: no answer's code, no test, no output. A child forked from it can
+therefore find nothing of any other job in the memory it inherits (an answer scanning its
+heap for an earlier answer's function, or for an earlier rollout's outputs, finds nothing),
+and it receives its own job only after the fork, through a pipe (see :mod:`sandbox_child`).
+
+Protocol, over an AF_UNIX SOCK_SEQPACKET pair (one message each way per request):
+
+    worker -> zygote   b"F" + job folder (utf-8) [+ b"\0" + pids to reap, comma-separated],
+                       with SCM_RIGHTS fds [job, result, ruleset]
+    zygote -> worker   b"P" + pid                  (the child runs; the zygote closed the fds)
+    worker -> zygote   b"R" + pid                  (only when the worker wants a wait status)
+    zygote -> worker   b"S" + wait status, or b"S-" when unknown
+
+The zygote reaps a child only when told to, so a pid the worker may still signal is never
+recycled. The worker hands over the children it is done with in its next fork request (no
+extra round trip) and asks for a status only to describe a crash.
+"""
+
+import array
+import os
+
+import _socket
+
+CONTROL_FDS = 3  # job pipe (read end), result socket (child end), Landlock ruleset (or -1)
+_FD_SPACE = _socket.CMSG_SPACE(CONTROL_FDS * array.array("i").itemsize)
+
+
+def send_fds(sock, data, fds):
+    fds = [fd for fd in fds if fd >= 0]
+    sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))])
+
+
+def receive_fds(sock, size=4096):
+    """``(data, fds)`` of one message; ``(b"", [])`` when the other side is gone."""
+    data, ancillary, _flags, _address = sock.recvmsg(size, _FD_SPACE)
+    fds = array.array("i")
+    for level, kind, payload in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS:
+            fds.frombytes(payload[:len(payload) - len(payload) % fds.itemsize])
+    return data, list(fds)
+
+
+class ZygoteClient:
+    """The worker's handle on its zygote."""
+
+    def __init__(self, pid, sock):
+        self.pid, self.sock = pid, sock
+        self.finished = []  # children the worker is done with, reaped at the next request
+
+    def fork(self, folder, job_fd, result_fd, ruleset_fd):
+        """Ask for a child; returns its pid. The caller still owns (and closes) its fds."""
+        message = b"F" + folder.encode()
+        if self.finished:
+            message += b"\0" + b",".join(b"%d" % pid for pid in self.finished)
+            self.finished = []
+        send_fds(self.sock, message, [job_fd, result_fd, ruleset_fd])
+        reply = self.sock.recv(64)
+        if not reply.startswith(b"P"):
+            raise OSError(f"the zygote did not fork a child ({reply!r})")
+        return int(reply[1:])
+
+    def done_with(self, pid):
+        """The worker will not signal ``pid`` again: reap it with the next request."""
+        self.finished.append(pid)
+
+    def reap(self, pid):
+        """The child's wait status (None if unknown); frees its pid now."""
+        self.sock.send(b"R%d" % pid)
+        reply = self.sock.recv(64)
+        return int(reply[1:]) if reply.startswith(b"S") and reply[1:] != b"-" else None
+
+    def close(self):
+        self.sock.close()
+        try:
+            os.kill(self.pid, 9)
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def start_zygote(child_entry, keep_fds, die_with_parent):
+    """Fork the zygote; returns a :class:`ZygoteClient`. ``child_entry(folder, job_fd,
+    result_fd, ruleset_fd, zygote_pid)`` runs in each child and never returns; ``keep_fds``
+    are the worker's fds the zygote needs (e.g. /dev/null), every other one is closed."""
+    ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+    worker_pid = os.getpid()
+    pid = os.fork()
+    if pid:
+        theirs.close()
+        return ZygoteClient(pid, ours)
+    try:
+        ours.close()
+        die_with_parent(worker_pid)
+        control = theirs.fileno()
+        keep = sorted({control, *keep_fds})
+        devnull = keep_fds[0]
+        for fd in (0, 1, 2):  # the worker's pipes to the grader are not the zygote's business
+            os.dup2(devnull, fd)
+        low = 3
+        for fd in keep:
+            if fd >= low:
+                os.closerange(low, fd)
+                low = fd + 1
+        os.closerange(low, 1 << 16)
+        _serve(theirs, child_entry)
+    finally:
+        os._exit(0)
+
+
+def _reap(pid):
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return None
+
+
+def _serve(sock, child_entry):
+    while True:
+        try:
+            data, fds = receive_fds(sock)
+        except OSError:
+            return
+        if not data:  # the worker is gone
+            return
+        if data[:1] == b"F" and len(fds) >= 2:
+            folder, _, finished = data[1:].partition(b"\0")
+            for pid in finished.split(b",") if finished else ():
+                _reap(int(pid))
+            folder = folder.decode()
+            ruleset = fds[2] if len(fds) > 2 else -1
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    sock.close()
+                    child_entry(folder, fds[0], fds[1], ruleset, os.getppid())
+                finally:
+                    os._exit(0)
+            for fd in fds:
+                os.close(fd)
+            sock.send(b"P%d" % pid)
+        elif data[:1] == b"R":
+            status = _reap(int(data[1:]))
+            sock.send(b"S-" if status is None else b"S%d" % status)
+        else:
+            for fd in fds:
+                os.close(fd)
+            sock.send(b"?")
