@@ -27,9 +27,13 @@ GRACE = 0.5  # seconds on top of a test's own limit before its child is killed
 SO_TIMESTAMPNS = SCM_TIMESTAMPNS = 35  # Linux; not exported by _socket
 
 
-def kernel_tolerance(timeout):
-    """How much longer than its limit the kernel may see a test take (scheduling, encoding)."""
-    return 0.1 + 0.1 * timeout
+ENCODE_RATE = 4e6  # bytes of record per second the child is granted for encoding and sending
+
+
+def kernel_tolerance(timeout, size=0):
+    """How much longer than its limit the kernel may see a test take: scheduling, and the
+    encoding and sending of a ``size``-byte record (bounded: records are at most 48 MiB)."""
+    return 0.1 + 0.1 * timeout + size / ENCODE_RATE
 
 
 class Child:
@@ -102,6 +106,7 @@ def collect(child, task, index, results, status_of, give):
                 begun, last_stamp = True, stamp
             elif kind == b"+" and begun:
                 child.parts.append(body)
+                deadline += len(body) / ENCODE_RATE  # a large record takes time to encode
                 continue
             elif kind == b" " and begun:
                 record = b"".join(child.parts) + body if child.parts else body
@@ -131,7 +136,7 @@ def parse_record(raw, index, timeout, stamp, last_stamp):
         if number != index or status not in ("ok", "error", "timeout"):
             return None
         if stamp is not None and last_stamp is not None and \
-                stamp - last_stamp > timeout + kernel_tolerance(timeout):
+                stamp - last_stamp > timeout + kernel_tolerance(timeout, len(raw)):
             return ["timeout", f"over {timeout} s (measured by the kernel)"]
         return [status, str(detail)]
 
