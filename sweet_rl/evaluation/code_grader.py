@@ -174,8 +174,8 @@ class Grader:
         code = extract_code(answer)
         if blocked:
             return GradeResult(0.0, 0, len(tests), blocked_word=blocked, tests=["blocked"] * len(tests))
-        # the answer runs while the reference does: two workers, both cores busy
-        answer_worker.submit(code, tests, self.rules, self.timeout, self.memory_mb)
+        # the reference first, then the answer: both workers share one CPU (see
+        # sandbox_worker.pin_to_one_cpu), and an answer must never lose time to its reference
         key = (reference_code, tuple(tests))
         reference = self._reference_cache.get(key)
         if reference is None:
@@ -183,7 +183,7 @@ class Grader:
                                              self.reference_timeout, self.memory_mb, reuse=True)
             self._reference_cache[key] = reference
         refused = answer_worker.refused
-        outputs = answer_worker.collect()
+        outputs = answer_worker.run(code, tests, self.rules, self.timeout, self.memory_mb)
         refused = answer_worker.refused - refused
         verdicts = [safe_verdict(r, a) for r, a in zip(reference, outputs)]
         passed = verdicts.count("pass")

@@ -74,3 +74,13 @@ def test_results_do_not_depend_on_the_number_of_workers(tmp_path):
     one = Grader("benchmark", workers=1, scratch_root=str(tmp_path)).grade(items)
     two = Grader("benchmark", workers=2, scratch_root=str(tmp_path)).grade(items)
     assert [r.tests for r in one] == [r.tests for r in two]
+
+
+def test_an_answer_never_shares_its_cpu_with_its_reference(tmp_path):
+    # a grading thread's two workers share one CPU: were the reference running while the answer
+    # does, an honest answer needing 0.6 s of CPU would take about 1.2 s and time out at 1 s
+    busy = ("def spin(x):\n    import time\n    start = time.thread_time()\n"
+            "    while time.thread_time() - start < 0.6:\n        pass\n    return x\n")
+    grader = Grader("benchmark", timeout=1.0, workers=1, scratch_root=str(tmp_path))
+    [result] = grader.grade([(busy, busy, {"a": "spin(1)", "b": "spin(2)"})])
+    assert result.tests == ["pass", "pass"]
