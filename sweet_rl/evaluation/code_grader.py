@@ -128,8 +128,8 @@ class Grader:
 
         def work(slot: int) -> None:
             try:
-                with SandboxWorker(2 * slot, self.scratch_root) as reference_worker, \
-                        SandboxWorker(2 * slot + 1, self.scratch_root) as answer_worker:
+                with SandboxWorker(2 * slot, self.scratch_root, self.memory_mb) as reference_worker, \
+                        SandboxWorker(2 * slot + 1, self.scratch_root, self.memory_mb) as answer_worker:
                     self._note_isolation(answer_worker.isolation)
                     while True:
                         try:
@@ -175,7 +175,7 @@ class Grader:
         if blocked:
             return GradeResult(0.0, 0, len(tests), blocked_word=blocked, tests=["blocked"] * len(tests))
         # the reference first, then the answer: both workers share one CPU (see
-        # sandbox_worker.pin_to_one_cpu), and an answer must never lose time to its reference
+        # sandbox_confine.pin_to_one_cpu), and an answer must never lose time to its reference
         key = (reference_code, tuple(tests))
         reference = self._reference_cache.get(key)
         if reference is None:

@@ -22,6 +22,8 @@ import tempfile
 import time
 from typing import Dict, List, Optional
 
+from sweet_rl.evaluation import sandbox_memory
+
 logger = logging.getLogger(__name__)
 
 WORKER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox_worker.py")
@@ -78,11 +80,13 @@ def remove_scratch(path: str) -> None:
 class SandboxWorker:
     """One worker process. Not thread-safe: give each thread its own."""
 
-    def __init__(self, slot: int, scratch_root: Optional[str] = None):
+    def __init__(self, slot: int, scratch_root: Optional[str] = None, memory_mb: int = 2048):
         self.slot = slot
         self.scratch_root = scratch_root
+        self.memory_mb = memory_mb  # the children's memory cgroup's bound (see sandbox_memory)
         self.process: Optional[subprocess.Popen] = None
         self.scratch: Optional[str] = None
+        self.cgroup: Optional[str] = None
         self.isolation: Dict[str, object] = {}
         self.refused = 0  # result packets refused (written by answers, not by the sandbox)
         self._pending: Optional[tuple] = None
@@ -93,6 +97,11 @@ class SandboxWorker:
         os.chmod(self.scratch, 0o700)
         env = dict(WORKER_ENV, HOME=self.scratch, TMPDIR=self.scratch)
         command = [sys.executable, "-S", WORKER_PATH, "--slot", str(self.slot), "--scratch", self.scratch]
+        self.cgroup, why_not = sandbox_memory.create(f"{self.slot}_{id(self):x}", self.memory_mb)
+        if self.cgroup:
+            command += ["--cgroup", self.cgroup]
+        else:
+            logger.debug("sandbox worker %d: no memory cgroup (%s)", self.slot, why_not)
         for folder in library_folders():
             command += ["--library", folder]
         self.process = subprocess.Popen(
@@ -202,6 +211,10 @@ class SandboxWorker:
             except OSError:
                 pass
             self.process = None
+        if self.cgroup:
+            if not sandbox_memory.remove(self.cgroup):
+                logger.warning("could not remove the sandbox's memory cgroup %s", self.cgroup)
+            self.cgroup = None
         if self.scratch:
             remove_scratch(self.scratch)
             self.scratch = None

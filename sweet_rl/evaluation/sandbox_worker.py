@@ -1,7 +1,7 @@
 """Sandbox worker: runs untrusted Python against test expressions in forked, confined children.
 
 Started by :mod:`sweet_rl.evaluation.sandbox` as ``python -S sandbox_worker.py --slot N
---scratch DIR [--library DIR ...]`` with a scrubbed environment (stdlib only; it loads its
+--scratch DIR [--cgroup DIR] [--library DIR ...]`` with a scrubbed environment (stdlib only; it loads its
 sibling modules by path). At start it confines *itself* — private network, a size-bounded
 private tmpfs for the jobs' folder, Landlock, no privileges, not dumpable — warms up, forks
 its fork server (:mod:`sandbox_zygote`, which never sees a job), then answers one JSON job per
@@ -41,6 +41,7 @@ import _socket
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 import sandbox_confine as confine  # noqa: E402
+import sandbox_memory as memory  # noqa: E402
 import sandbox_records as records  # noqa: E402
 import sandbox_zygote as zygote  # noqa: E402
 from sandbox_child import (JOB_FD, NONCE_LENGTH, RESULT_FD, JobPipe, parse_job,  # noqa: E402
@@ -66,23 +67,14 @@ def _high(fd, floor=64):
     return moved
 
 
-def pin_to_one_cpu(slot):
-    """Keep this worker and its children on one CPU (the grading thread's: its reference and
-    answer workers take turns). The worker hands each test to its child right after the
-    previous record, so the two wake each other about twice per test; on one CPU such a
-    wake-up is a cheap switch, across CPUs it waits for the other one to wake (measured with
-    benchmarks/bench_grader.py, runs alternated: 171-198 tasks/s pinned, 150-164 not)."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) > 1:
-        os.sched_setaffinity(0, {cpus[(slot // 2) % len(cpus)]})
-
-
 class Worker:
-    def __init__(self, slot, scratch, libraries=()):
+    def __init__(self, slot, scratch, libraries=(), cgroup=None):
         real_root = os.getuid() == 0
+        # the children's memory cgroup, opened while this process still may (see sandbox_memory)
+        self.memory = memory.ChildBound(cgroup) if cgroup else None
         uid = (confine.SANDBOX_UID_BASE + slot
                if real_root and confine.installation_readable_by_others() else None)
-        pin_to_one_cpu(slot)
+        confine.pin_to_one_cpu(slot)
         self.private_network = confine.enter_private_network()
         jobs = os.path.join(scratch, "jobs")
         os.mkdir(jobs, 0o700)
@@ -119,6 +111,7 @@ class Worker:
             "seccomp": self.seccomp.available,
             "private_tmpfs": self.tmpfs,
             "fork_server": True,
+            "memory_cgroup": f"v{self.memory.version}" if self.memory else False,
         }
         self.zygote = None
 
@@ -126,6 +119,8 @@ class Worker:
     def start_zygote(self):
         keep = [self.devnull] + ([self.job_layer] if self.job_layer >= 0 else [])
         self.zygote = zygote.start_zygote(self._child_entry, keep, confine.die_with_parent)
+        if self.memory:  # its children are born in the cgroup
+            self.memory.admit(self.zygote.pid)
 
     def _child_entry(self, folder, job_fd, result_fd, ruleset_fd, zygote_pid):
         """In a fresh child of the zygote: take the job from the pipe, confine, run it."""
@@ -168,6 +163,11 @@ class Worker:
         finally:
             os.close(job_read)
             theirs.close()
+        if self.memory:
+            try:
+                self.memory.limit(task["memory_mb"])
+            except OSError:  # a lower bound than a reused child holds: the old one stays
+                pass
         child = records.Child(pid, ours, job_write)
         return child
 
@@ -255,24 +255,28 @@ class WorkerUnusable(RuntimeError):
     """The worker cannot guarantee a clean job folder any more: it must be replaced."""
 
 
+USAGE = "sandbox_worker.py --slot N --scratch DIR [--cgroup DIR] [--library DIR ...]"
+
+
 def _arguments(argv):
-    """``--slot N --scratch DIR [--library DIR ...]`` (no argparse: see the module docstring)."""
+    """``USAGE``'s arguments (no argparse: see the module docstring)."""
     pairs = list(zip(argv[0::2], argv[1::2]))
-    values = {name: value for name, value in pairs if name in ("--slot", "--scratch")}
+    values = {name: value for name, value in pairs if name in ("--slot", "--scratch", "--cgroup")}
     libraries = [value for name, value in pairs if name == "--library"]
-    if len(argv) % 2 or set(values) != {"--slot", "--scratch"} or len(values) + len(libraries) != len(pairs):
-        raise SystemExit(f"usage: sandbox_worker.py --slot N --scratch DIR [--library DIR ...], got {argv}")
-    return int(values["--slot"]), values["--scratch"], libraries
+    if len(argv) % 2 or not {"--slot", "--scratch"} <= set(values) \
+            or len(values) + len(libraries) != len(pairs):
+        raise SystemExit(f"usage: {USAGE}, got {argv}")
+    return int(values["--slot"]), values["--scratch"], values.get("--cgroup"), libraries
 
 
 def main():
-    slot, scratch, libraries = _arguments(sys.argv[1:])
+    slot, scratch, cgroup, libraries = _arguments(sys.argv[1:])
     # started without ``site`` (python -S): answers import third-party packages from the
     # grading interpreter's site-packages folders, which come as arguments
     sys.path.extend(libraries)
     out = sys.stdout
     try:
-        worker = Worker(slot, scratch, libraries)
+        worker = Worker(slot, scratch, libraries, cgroup)
     except SystemExit as failure:
         out.write(json.dumps({"error": str(failure)}) + "\n")
         out.flush()
