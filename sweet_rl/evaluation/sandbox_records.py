@@ -128,31 +128,31 @@ def collect(child, task, index, results, status_of, give):
 
 
 def parse_record(raw, index, timeout, stamp, last_stamp):
-        """``[status, detail]`` of a record for test ``index``, or None if it is not one."""
-        try:
-            number, status, detail = json.loads(raw)
-        except (ValueError, TypeError):
-            return None
-        if number != index or status not in ("ok", "error", "timeout"):
-            return None
-        if stamp is not None and last_stamp is not None and \
-                stamp - last_stamp > timeout + kernel_tolerance(timeout, len(raw)):
-            return ["timeout", f"over {timeout} s (measured by the kernel)"]
-        return [status, str(detail)]
+    """``[status, detail]`` of a record for test ``index``, or None if it is not one."""
+    try:
+        number, status, detail = json.loads(raw)
+    except (ValueError, TypeError):
+        return None
+    if number != index or status not in ("ok", "error", "timeout"):
+        return None
+    if stamp is not None and last_stamp is not None and \
+            stamp - last_stamp > timeout + kernel_tolerance(timeout, len(raw)):
+        return ["timeout", f"over {timeout} s (measured by the kernel)"]
+    return [status, str(detail)]
 
 
 def await_exit(child, seconds):
-        end = time.monotonic() + seconds
-        while child.alive and time.monotonic() < end:
-            if select.select([child.sock], [], [], end - time.monotonic())[0]:
-                for data, _stamp in packets(child):
-                    if not data:
-                        child.alive = False
+    end = time.monotonic() + seconds
+    while child.alive and time.monotonic() < end:
+        if select.select([child.sock], [], [], end - time.monotonic())[0]:
+            for data, _stamp in packets(child):
+                if not data:
+                    child.alive = False
 
 
 def describe(status):
-        if status is None:
-            return "exited"
-        if os.WIFSIGNALED(status):
-            return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
-        return f"exited with status {os.WEXITSTATUS(status)}"
+    if status is None:
+        return "exited"
+    if os.WIFSIGNALED(status):
+        return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exited with status {os.WEXITSTATUS(status)}"
