@@ -12,10 +12,12 @@ isolated it was. The worker calls, in this order (each later step needs the earl
 - ``Landlock`` (:mod:`sandbox_landlock`, applied to the worker, inherited): reads only under
   the Python installation and system folders, never this project's own files, writes only in
   the jobs folder, no TCP, no signals out of the domain (ABI 6); ``job_ruleset`` builds the
-  layer each child adds with ``restrict_with`` to write only in its own job folder;
+  layer the fork server adds with ``restrict_with`` (every child inherits it) to write only
+  in the job folder;
 - ``become``: the worker gives up root once — a uid of its own where that uid can still read
   the Python installation, else root without capabilities; ``set_dumpable(False)``;
-- ``SeccompFilter`` (:mod:`sandbox_seccomp`, built in the worker, installed by each child);
+- ``SeccompFilter`` (:mod:`sandbox_seccomp`, built in the worker; the fork server installs
+  all of it but the refusal to start processes, which each child adds);
 - ``limit_resources`` (each child): address space, CPU seconds, file size, open files, no
   core dumps, no locked memory, no message queues, RLIMIT_NPROC 0.
 

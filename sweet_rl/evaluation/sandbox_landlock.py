@@ -7,9 +7,11 @@ Two layers:
   grading interpreter's site-packages (:func:`readable_roots`), writes only beneath one
   writable root (the jobs folder), no TCP bind/connect (ABI 4), no signals or abstract unix
   sockets outside the domain (ABI 6);
-- each child's own (:func:`job_ruleset`, built in the worker before any fork, applied by the
-  child with :func:`restrict_with`): handles only the write-type rights and allows them
-  beneath that child's job folder, so a child cannot touch another job's files.
+- the job layer (:func:`job_ruleset`, built in the worker before any fork, applied once by
+  the fork server with :func:`restrict_with` and inherited by every child): handles only the
+  write-type rights and allows them beneath the job folder, so no child can touch the
+  worker's other files. (Applied by each child, merging its rule tree into the worker's cost
+  about 0.5 ms per child.)
 
 Nothing holding reference solutions may be readable: this project's own package is left out
 of every site-packages folder even when it is installed there (a normal install ships

@@ -1,7 +1,10 @@
-"""The seccomp filter each sandboxed child installs on itself (stdlib only, loaded by path).
+"""The seccomp filter every sandboxed child runs under (stdlib only, loaded by path).
 
-Built once in the worker (:class:`SeccompFilter`), installed by each child with two prctl
-calls. It refuses with EPERM every system call that could start a process, signal or reach
+Built once in the worker (:class:`SeccompFilter`) and installed in two stages: the fork
+server installs all of it but the refusal to start processes (it must fork the children),
+and each child adds that last part, a filter of a few rows, on top. A child is then under
+exactly the whole filter, and pays for compiling a few rows instead of the whole program
+(the kernel compiles every installed filter). The filter refuses with EPERM every system call that could start a process, signal or reach
 into another one, open a channel out of the sandbox, grow memory outside the address-space
 limit, leave state behind (the kernel keyring) or change the confinement; a few calls are
 refused only for the arguments that make them dangerous (signal-driven I/O, terminal input
@@ -97,6 +100,9 @@ SELF_ONLY = {
 # a process group or a whole user's processes are other processes
 WHICH_WHO = {"x86_64": {"setpriority": (141, 0), "ioprio_set": (251, 1)},
              "aarch64": {"setpriority": (140, 0), "ioprio_set": (30, 1)}}
+# the calls that start a process or a program: refused by the children's own stage only
+SPAWN = ("fork", "vfork", "clone", "clone3", "execve", "execveat")
+PARTS = ("all", "fork_server", "spawn")
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # <linux/audit.h>, little-endian
 X32_SYSCALL_BIT = 0x40000000
 
@@ -146,24 +152,35 @@ def _assemble(lines: list) -> list[tuple]:
     return program
 
 
-def seccomp_program(machine: str) -> list[tuple] | None:
+def seccomp_program(machine: str, part: str = "all") -> list[tuple] | None:
     """The BPF program as ``(code, jt, jf, k)`` rows, or None for a machine without tables.
+    ``part``: ``all`` of it, the ``fork_server``'s stage (all but :data:`SPAWN`), or the
+    children's ``spawn`` stage (the architecture checks and :data:`SPAWN` only).
 
     Layout: check the arch (anything else kills), load the number, kill x32 numbers on
     x86-64, send the argument-checked calls to their blocks, refuse each listed call,
     allow the rest. Only those blocks read arguments, so the kernel's per-number verdict
     cache (Linux 5.11+) still skips the filter for every other allowed call.
     """
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {PARTS}, got {part!r}")
     if machine not in REFUSED:
         return None
-    filtered = FILTERED[machine]
+    refused = {name: number for name, number in REFUSED[machine].items()
+               if (part == "all") or ((name in SPAWN) == (part == "spawn"))}
     lines = [(LD_ABS, 0, 0, ARCH), (JEQ, 0, "kill", AUDIT_ARCH[machine]), (LD_ABS, 0, 0, NR)]
     if machine == "x86_64":
         lines.append((JGE, "kill", 0, X32_SYSCALL_BIT))
+    if part == "spawn":
+        lines += [(JEQ, "eperm", 0, number) for number in sorted(refused.values())]
+        lines += [(RET, 0, 0, RET_ALLOW), "eperm", (RET, 0, 0, RET_EPERM),
+                  "kill", (RET, 0, 0, RET_KILL_PROCESS)]
+        return _assemble(lines)
+    filtered = FILTERED[machine]
     lines += [(JEQ, name, 0, filtered[name]) for name in ("sendto", "fcntl", "ioctl")]
     lines += [(JEQ, "self_only", 0, number) for number in sorted(SELF_ONLY[machine].values())]
     lines += [(JEQ, name, 0, number) for name, (number, _) in WHICH_WHO[machine].items()]
-    lines += [(JEQ, "eperm", 0, number) for number in sorted(REFUSED[machine].values())]
+    lines += [(JEQ, "eperm", 0, number) for number in sorted(refused.values())]
     lines.append((RET, 0, 0, RET_ALLOW))
     # sendto(fd, buf, len, flags, dest_addr, addrlen): only without a destination (a pointer:
     # both halves must be zero)
@@ -201,20 +218,38 @@ _libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 
 
-class SeccompFilter:
-    """The filter, built once (in the worker); :meth:`install` applies it to the calling
-    process (each child) for good."""
+class _Program:
+    """One compiled-once BPF program, kept alive for the prctl that installs it."""
 
-    def __init__(self, machine: str | None = None):
-        rows = seccomp_program(machine or os.uname().machine)
-        self.available = rows is not None
-        if rows:
-            self._program = (_SockFilter * len(rows))(*[_SockFilter(*row) for row in rows])
-            self._fprog = _SockFprog(len(rows), self._program)
+    def __init__(self, rows):
+        self.rows = (_SockFilter * len(rows))(*[_SockFilter(*row) for row in rows])
+        self.fprog = _SockFprog(len(rows), self.rows)
 
     def install(self) -> bool:
-        """True when the filter took (it needs no_new_privs, which it sets)."""
-        if not self.available:
-            return False
         _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        return _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self._fprog), 0, 0) == 0
+        return _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self.fprog), 0, 0) == 0
+
+
+class SeccompFilter:
+    """The filter, built once (in the worker). :meth:`install_fork_server` and then
+    :meth:`install_spawn` (in each child) apply it in two stages; :meth:`install` applies
+    it whole. Each applies to the calling process for good and needs no_new_privs, which it
+    sets; each is True when it took."""
+
+    def __init__(self, machine: str | None = None):
+        machine = machine or os.uname().machine
+        self.available = seccomp_program(machine) is not None
+        if self.available:
+            self._parts = {part: _Program(seccomp_program(machine, part)) for part in PARTS}
+
+    def _install(self, part: str) -> bool:
+        return self.available and self._parts[part].install()
+
+    def install(self) -> bool:
+        return self._install("all")
+
+    def install_fork_server(self) -> bool:
+        return self._install("fork_server")
+
+    def install_spawn(self) -> bool:
+        return self._install("spawn")

@@ -12,10 +12,13 @@ line on stdin with one JSON reply per line on stdout::
     reply: {"results": [[status, detail], ...], "refused": int}
            status: ok | error | timeout | crash; refused: packets without the job's nonce
 
-A job runs in a child forked from the zygote. The child gets its job through a pipe, adds its
-own bounds (new session, resource limits, a Landlock layer that lets it write only in the
-job folder, a seccomp filter) and sends one record per test as soon as it has it (see
-:mod:`sandbox_child`). Each test's expression goes down the pipe only when the previous
+A job runs in a child forked from the zygote, which confined itself once (a Landlock layer that
+lets it write only in the job folder, all of the seccomp filter but the refusal to start
+processes). The next job's child is forked as soon as a reply is written, while the grader
+reads it: it takes a new session, adds the last seccomp stage and waits for its job on a pipe;
+once the job comes it sets the job's resource limits and sends one record per test as soon as
+it has it (see :mod:`sandbox_child`). A child that sent its last record is killed at once (it
+has nothing left to do); waiting for its exit and emptying the job folder follow the reply. Each test's expression goes down the pipe only when the previous
 record has arrived, and from then this worker gives the test ``timeout`` seconds plus a
 grace period; a child that overruns (its timer ignored, stuck in C code) or dies
 is killed with its process group, that test fails, and a fresh child carries on with the next
@@ -102,6 +105,8 @@ class Worker:
                              "is not searchable by the sandbox's user; pick a scratch root "
                              "(TMPDIR) that every user may enter")
         self.reusable = None  # a child kept for jobs that allow reuse (references)
+        self.spare = None  # a child forked ahead of its job (see after_reply)
+        self.leftover = None  # the last job's child, stopped, to clean up after the reply
         self.seccomp = confine.SeccompFilter()
         self.isolation = {
             "private_network": self.private_network,
@@ -118,12 +123,29 @@ class Worker:
     # -- children --------------------------------------------------------------------------
     def start_zygote(self):
         keep = [self.devnull] + ([self.job_layer] if self.job_layer >= 0 else [])
-        self.zygote = zygote.start_zygote(self._child_entry, keep, confine.die_with_parent)
+        self.zygote = zygote.start_zygote(self._child_entry, keep, confine.die_with_parent,
+                                          self._confine_zygote)
         if self.memory:  # its children are born in the cgroup
             self.memory.admit(self.zygote.pid)
 
+    def _confine_zygote(self):
+        """In the zygote, once: the Landlock layer that lets it (and so every child) write
+        only in the job folder, and every seccomp refusal but starting processes, which each
+        child adds for itself. A child inherits both for free; applying them per child cost
+        about 1 ms of kernel time (merging the Landlock rule trees, compiling the filter)."""
+        if self.job_layer >= 0:
+            confine.restrict_with(self.job_layer)
+            os.close(self.job_layer)
+        self.seccomp.install_fork_server()
+
     def _child_entry(self, folder, job_fd, result_fd, ruleset_fd, zygote_pid):
-        """In a fresh child of the zygote: take the job from the pipe, confine, run it."""
+        """In a fresh child of the zygote: confine, take the job from the pipe, run it.
+
+        A child is forked before its job exists (see :meth:`after_reply`), so everything
+        that does not depend on the job (its own session, the Landlock layer, the seccomp
+        filter, closing what it inherited) is done while it waits; only the job's resource
+        limits are set once the job is known, still before any of the job's code runs.
+        """
         os.setsid()
         confine.die_with_parent(zygote_pid)
         os.chdir(folder)
@@ -134,6 +156,10 @@ class Worker:
         os.dup2(job_fd, JOB_FD)
         os.close(result_fd)
         os.close(job_fd)
+        self.seccomp.install_spawn()  # the rest of the filter came with the zygote
+        for fd in (0, 1, 2):
+            os.dup2(self.devnull, fd)
+        os.closerange(JOB_FD + 1, 1 << 16)
         pipe = JobPipe(JOB_FD)
         job = parse_job(pipe.line() or b"null")
 
@@ -141,16 +167,14 @@ class Worker:
             left = task["count"] - task["start"]
             cpu = REUSED_CPU_SECONDS if task.get("reuse") else task["timeout"] * left + 2
             confine.limit_resources(int(task["memory_mb"]), int(cpu))
-            if self.job_layer >= 0:
-                confine.restrict_with(self.job_layer)
-            self.seccomp.install()
-            for fd in (0, 1, 2):
-                os.dup2(self.devnull, fd)
-            os.closerange(JOB_FD + 1, 1 << 16)
 
         serve(job, pipe, confine_for)
 
-    def _fork(self, task):
+    def _fork(self):
+        """A child waiting for its job: the spare one forked after the last reply, or a new one."""
+        if self.spare is not None:
+            child, self.spare = self.spare, None
+            return child
         job_read, job_write = os.pipe()
         try:  # room for every test line at once (see _give); the default 64 KiB if refused
             fcntl.fcntl(job_write, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
@@ -160,16 +184,14 @@ class Worker:
         ours.setsockopt(_socket.SOL_SOCKET, records.SO_TIMESTAMPNS, 1)
         try:
             pid = self.zygote.fork(self.jobdir, job_read, theirs.fileno(), -1)
+        except OSError:
+            os.close(job_write)
+            ours.close()
+            raise
         finally:
             os.close(job_read)
             theirs.close()
-        if self.memory:
-            try:
-                self.memory.limit(task["memory_mb"])
-            except OSError:  # a lower bound than a reused child holds: the old one stays
-                pass
-        child = records.Child(pid, ours, job_write)
-        return child
+        return records.Child(pid, ours, job_write)
 
     def _send(self, child, line):
         try:
@@ -187,7 +209,8 @@ class Worker:
 
     # -- jobs ------------------------------------------------------------------------------
     def run(self, job):
-        """Results for every test of ``job`` and the number of refused packets."""
+        """Results for every test of ``job`` and the number of refused packets. The job's
+        last one-shot child is killed here but cleaned up by :meth:`after_reply`."""
         results = [None] * len(job["tests"])
         index, refused = 0, 0
         while index < len(results):
@@ -196,8 +219,15 @@ class Worker:
                     "memory_mb": job["memory_mb"], "reuse": bool(job.get("reuse")),
                     "nonce": os.urandom(NONCE_LENGTH // 2).hex()}
             reuse = task["reuse"]
-            child = self.reusable if reuse and self.reusable else self._fork(task)
+            child = self.reusable if reuse and self.reusable else None
             self.reusable = None
+            if child is None:
+                child = self._fork()
+                if self.memory:
+                    try:
+                        self.memory.limit(task["memory_mb"])
+                    except OSError:  # a lower bound than a reused child holds: the old one stays
+                        pass
             self._send(child, (json.dumps(task) + "\n").encode())
             # a reference is trusted not to race its own clock: all its tests at once, no
             # round trips (unless they could fill the pipe while its records fill the socket)
@@ -213,9 +243,39 @@ class Worker:
             refused += bad
             if healthy and reuse and child.alive and child.jobs < MAX_JOBS_PER_CHILD:
                 self.reusable = child
-            else:
+            elif index < len(results):  # the next test needs a clean folder and a new child
                 self._retire(child, finished=healthy)
+            else:
+                # it has nothing left to send: stopped now, so nothing of it runs beside the
+                # grader's next job; waiting for its exit and emptying the folder can follow
+                # the reply
+                self._stop(child)
+                self.leftover = child
         return results, refused
+
+    def after_reply(self):
+        """Between jobs, off the grader's clock: clean up after the last child and fork the
+        next job's child, which confines itself while the grader works."""
+        if self.leftover is not None:
+            child, self.leftover = self.leftover, None
+            self._retire(child, finished=False)
+        if self.spare is None and self.reusable is None:
+            try:
+                self.spare = self._fork()
+            except OSError:  # the next job forks (and reports) for itself
+                self.spare = None
+
+    def _stop(self, child):
+        if child.job_fd is not None:
+            os.close(child.job_fd)
+            child.job_fd = None
+        if child.alive:
+            for target in (lambda: os.killpg(child.pid, signal.SIGKILL),
+                           lambda: os.kill(child.pid, signal.SIGKILL)):
+                try:
+                    target()
+                except OSError:
+                    pass
 
     def _retire(self, child, finished):
         """Make sure the child is gone, then empty the job folder for the next one."""
@@ -225,12 +285,7 @@ class Worker:
         if child.alive and finished:  # it sent everything: it exits by itself
             records.await_exit(child, EXIT_WAIT)
         if child.alive:
-            for target in (lambda: os.killpg(child.pid, signal.SIGKILL),
-                           lambda: os.kill(child.pid, signal.SIGKILL)):
-                try:
-                    target()
-                except OSError:
-                    pass
+            self._stop(child)
             records.await_exit(child, EXIT_WAIT)
         child.sock.close()
         if child.pid:
@@ -245,8 +300,10 @@ class Worker:
         return self.zygote.reap(pid) if pid else None
 
     def close(self):
-        if self.reusable:
-            self._retire(self.reusable, finished=False)
+        for child in (self.reusable, self.leftover, self.spare):
+            if child is not None:
+                self._retire(child, finished=False)
+        self.reusable = self.leftover = self.spare = None
         if self.zygote:
             self.zygote.close()
 
@@ -301,6 +358,10 @@ def main():
                 break  # no reply: the grader restarts this worker and sends the job again
             out.write(json.dumps({"results": results, "refused": refused}) + "\n")
             out.flush()
+            try:
+                worker.after_reply()
+            except WorkerUnusable:
+                break  # the grader finds this worker gone at its next job and restarts it
     finally:
         worker.close()
 

@@ -85,10 +85,12 @@ class ZygoteClient:
             pass
 
 
-def start_zygote(child_entry, keep_fds, die_with_parent):
+def start_zygote(child_entry, keep_fds, die_with_parent, confine=None):
     """Fork the zygote; returns a :class:`ZygoteClient`. ``child_entry(folder, job_fd,
     result_fd, ruleset_fd, zygote_pid)`` runs in each child and never returns; ``keep_fds``
-    are the worker's fds the zygote needs (e.g. /dev/null), every other one is closed."""
+    are the worker's fds the zygote needs (e.g. /dev/null), every other one is closed;
+    ``confine()`` runs in the zygote before it serves: what it applies, every child inherits
+    without paying for it again."""
     ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     worker_pid = os.getpid()
     pid = os.fork()
@@ -109,6 +111,8 @@ def start_zygote(child_entry, keep_fds, die_with_parent):
                 os.closerange(low, fd)
                 low = fd + 1
         os.closerange(low, 1 << 16)
+        if confine is not None:
+            confine()
         _serve(theirs, child_entry)
     finally:
         os._exit(0)

@@ -179,6 +179,36 @@ def test_seccomp_program_verdicts(machine, arch, refused, self_only, rows):
         assert run_bpf(program, arch, nr) == ALLOW, nr
 
 
+SEVERITY = {ALLOW: 0, EPERM: 1, KILL: 2}  # the kernel applies the strictest filter's verdict
+
+
+@pytest.mark.parametrize("machine, arch, rows", [("x86_64", X86, ROWS_X86),
+                                                  ("aarch64", ARM64, ROWS_ARM64)])
+def test_the_two_stages_together_give_the_whole_filter(machine, arch, rows):
+    whole = sandbox_seccomp.seccomp_program(machine)
+    server = sandbox_seccomp.seccomp_program(machine, "fork_server")
+    spawn = sandbox_seccomp.seccomp_program(machine, "spawn")
+    assert len(spawn) <= 13  # what each child compiles for itself (the whole: about 150)
+    cases = [(nr, (0,) * 6) for nr in range(1000)]
+    cases += [(nr, tuple(args) + (0,) * (6 - len(args))) for nr, args, _ in rows]
+    foreign = [(other, nr, args) for other in (0x40000003, X86 if arch == ARM64 else ARM64)
+               for nr, args in cases[:50]]  # i386, the other machine: killed by both stages
+    for case_arch, nr, args in [(arch, nr, args) for nr, args in cases] + foreign:
+        stacked = max(run_bpf(server, case_arch, nr, args), run_bpf(spawn, case_arch, nr, args),
+                      key=SEVERITY.get)
+        assert stacked == run_bpf(whole, case_arch, nr, args), (case_arch, nr, args)
+    # the fork server may fork; the children's stage refuses exactly the calls that start one
+    spawn_numbers = {number for name, number in sandbox_seccomp.REFUSED[machine].items()
+                     if name in sandbox_seccomp.SPAWN}
+    assert len(spawn_numbers) == (6 if machine == "x86_64" else 4)  # arm64 has no fork, vfork
+    for nr in range(1000):
+        assert run_bpf(server, arch, nr) == (ALLOW if nr in spawn_numbers
+                                             else run_bpf(whole, arch, nr)), nr
+        assert run_bpf(spawn, arch, nr) == (EPERM if nr in spawn_numbers else ALLOW), nr
+    with pytest.raises(ValueError, match="part must be one of"):
+        sandbox_seccomp.seccomp_program(machine, "children")
+
+
 def test_seccomp_tables_are_the_tested_ones():
     assert sandbox_seccomp.REFUSED == {"x86_64": REFUSED_X86, "aarch64": REFUSED_ARM64}
     assert sandbox_seccomp.SELF_ONLY == {"x86_64": SELF_ONLY_X86, "aarch64": SELF_ONLY_ARM64}
@@ -311,6 +341,29 @@ def test_seccomp_filter_refuses_and_allows_on_the_real_kernel():
         "F_GETFL": "ok", "F_SETFL_O_NONBLOCK": "ok", "nonblocking": True, "FIONREAD": "ok",
         "getpid": True, "prlimit_self": "ok", "setrlimit_self": "ok", "nice_self": "ok",
         "affinity_self": "ok"}
+
+
+@needs_x86_64
+def test_the_fork_servers_stage_lets_it_fork_and_its_children_add_the_rest():
+    results = script_result("""
+        seccomp = confine.SeccompFilter()
+        assert seccomp.install_fork_server()
+        me = os.getpid()
+        server = {"kill": outcome(lambda: os.kill(me, 0)),
+                  "socketpair": outcome(lambda: socket.socketpair())}
+        r, w = os.pipe()
+        child = os.fork()  # allowed at this stage
+        if child == 0:
+            assert seccomp.install_spawn()
+            os.write(w, json.dumps({"fork": outcome(os.fork),
+                                    "kill": outcome(lambda: os.kill(me, 0))}).encode())
+            os._exit(0)
+        os.waitpid(child, 0)
+        os.close(w)
+        report({"server": server, "child": json.loads(os.read(r, 4096))})
+    """)
+    assert results == {"server": {"kill": "EPERM", "socketpair": "EPERM"},
+                       "child": {"fork": "EPERM", "kill": "EPERM"}}
 
 
 @needs_x86_64
