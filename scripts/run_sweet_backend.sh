@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# SWEET-RL on backend programming, stage by stage (the paper's recipe, DESIGN.md sections 1-2).
+# SWEET-RL on backend programming, stage by stage (the paper's recipe).
 #
 #   DATA_PATH=data/colbench_code_offline_15k_llama8b.jsonl AGENT_MODEL=/models/Llama-3.1-8B-Instruct \
 #   SIM_HOST=sim-node SIM_MODEL=/models/Llama-3.1-70B-Instruct NUM_GPUS=8 bash scripts/run_sweet_backend.sh
 #
 # Every stage reads the previous stage's file; hyperparameters come from configs/*.json.
-# Set LAUNCH="python" (and ZERO_STAGE=0) to train without DeepSpeed, e.g. on one CPU/GPU.
+# Set LAUNCH="python" and EXTRA_TRAIN_ARGS="--zero_stage 0" to train without DeepSpeed, e.g. on one CPU/GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

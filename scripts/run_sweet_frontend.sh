@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SWEET-RL on frontend design, stage by stage (the paper's recipe, DESIGN.md sections 1-2).
+# SWEET-RL on frontend design, stage by stage (the paper's recipe).
 #
 #   TRAIN_TASKS=data/frontend_tasks/train.jsonl TEST_TASKS=data/frontend_tasks/test.jsonl \
 #   AGENT_MODEL=/models/Llama-3.1-8B-Instruct SIM_HOST=sim-node SIM_MODEL=Qwen/Qwen2-VL-72B-Instruct \
@@ -10,7 +10,7 @@
 # critic is a text model (the agent's checkpoint) that reads the dialogue and the reference
 # HTML; the paper's frontend critic is a vision-language model (see the README).
 # Every stage reads the previous stage's file; hyperparameters come from configs/*.json.
-# Set LAUNCH="python" (and ZERO_STAGE=0 in EXTRA_TRAIN_ARGS) to train without DeepSpeed.
+# Set LAUNCH="python" and EXTRA_TRAIN_ARGS="--zero_stage 0" to train without DeepSpeed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

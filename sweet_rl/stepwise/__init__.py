@@ -1,4 +1,4 @@
-"""Step-level data for the SWEET-RL agent update (DESIGN.md section 1, steps 4-5).
+"""Step-level data for the SWEET-RL agent update: the sample, rank and pair stages of the pipeline.
 
 * :mod:`~sweet_rl.stepwise.turns` -- one record per assistant turn of the offline trajectories;
 * :mod:`~sweet_rl.stepwise.scoring` -- token log-probs of N sequences with transformers,
