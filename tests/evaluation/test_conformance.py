@@ -24,7 +24,8 @@ CANNOT_PASS_BENCHMARK_RULES = {
 @pytest.fixture(scope="module")
 def tasks():
     if not BACKEND_TEST.exists():
-        pytest.skip(f"{BACKEND_TEST} is missing: the conformance test needs the real ColBench tasks in ../shared/colbench beside the checkout")
+        pytest.skip(f"{BACKEND_TEST} is missing: the conformance test needs the real ColBench "
+                    "tasks in ../shared/colbench beside the checkout")
     with open(BACKEND_TEST) as handle:
         return [json.loads(line) for line in handle]
 
