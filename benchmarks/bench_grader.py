@@ -23,8 +23,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from sweet_rl.evaluation.code_extraction import extract_code, is_blocked  # noqa: E402
-from sweet_rl.evaluation.code_grader import Grader  # noqa: E402
+from sweet_rl.grading.code_extraction import extract_code, is_blocked  # noqa: E402
+from sweet_rl.grading.grader import Grader  # noqa: E402
 
 DEFAULT_TASKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
                              "colbench", "backend_test.jsonl")

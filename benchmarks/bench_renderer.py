@@ -2,7 +2,7 @@
 
 Renders the same real reference pages of frontend_test.jsonl both ways in one
 run and prints both rates and their ratio.  Needs the asset cache
-(`python -m sweet_rl.evaluation.page_assets`) and Chromium + chromedriver.
+(`python -m sweet_rl.rendering.assets`) and Chromium + chromedriver.
 
     python benchmarks/bench_renderer.py [--pages 50] [--size N]
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from sweet_rl.evaluation.renderer import DriverPool, default_pool_size  # noqa: E402
+from sweet_rl.rendering.pool import default_pool_size, DriverPool  # noqa: E402
 
 
 def load_pages(n: int):

@@ -10,7 +10,7 @@
 #
 # Part 3, frontend design, runs only when asked for (PART=3): it needs the html extra, Chromium
 # and the Tailwind cache (pip install -e ".[html]"; apt-get install chromium chromium-driver;
-# python -m sweet_rl.evaluation.page_assets). CLIP has random weights there (no download), so
+# python -m sweet_rl.rendering.assets). CLIP has random weights there (no download), so
 # its similarities mean nothing; the scripted offline pages still give the critic its pairs.
 #
 #   bash scripts/run_demo.sh            # writes outputs/demo/ (parts 1 and 2)

@@ -6,14 +6,14 @@ import shutil
 
 import pytest
 
-from sweet_rl.evaluation import page_assets
-from sweet_rl.evaluation.renderer import _find_binary
+from sweet_rl.rendering import assets as page_assets
+from sweet_rl.rendering.processes import find_binary
 
 
 def require_chromium() -> None:
-    if _find_binary("SWEET_RL_CHROMEDRIVER", ("/usr/bin/chromedriver",), "chromedriver") is None:
+    if find_binary("SWEET_RL_CHROMEDRIVER", ("/usr/bin/chromedriver",), "chromedriver") is None:
         pytest.skip("chromedriver not installed")
-    if _find_binary("SWEET_RL_CHROMIUM", ("/usr/bin/chromium",), "chromium") is None:
+    if find_binary("SWEET_RL_CHROMIUM", ("/usr/bin/chromium",), "chromium") is None:
         pytest.skip("chromium not installed")
 
 

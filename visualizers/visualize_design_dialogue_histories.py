@@ -37,7 +37,7 @@ from sweet_rl.environments.html_snippet import split_page  # noqa: E402
 from sweet_rl.environments.protocol import NO_ANSWER  # noqa: E402
 from sweet_rl.io import write_bytes  # noqa: E402
 from sweet_rl.records import RecordError, Trajectory  # noqa: E402
-from sweet_rl.screenshots import default_screenshot_dir, resolve, screenshot_path  # noqa: E402
+from sweet_rl.rendering.screenshots import default_screenshot_dir, resolve, screenshot_path  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
     Shot, esc, figure, filter_buttons, folded, image_data_url, nav_item, page_document, step_links,
     viewer_paths,

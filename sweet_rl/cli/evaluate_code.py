@@ -42,7 +42,7 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
         reevaluate: grade again even rows that already carry a reward from the same rules.
     """
     arguments = dict(locals())
-    from sweet_rl.evaluation.code_grader import Grader
+    from sweet_rl.grading.grader import Grader
     from sweet_rl.evaluation.preferences import (best_of_k, check_rollout_layout, pair_texts,
                                                  success_pairs)
     from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar

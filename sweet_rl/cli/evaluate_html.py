@@ -5,7 +5,7 @@ reference page's) into the trajectory file, prints the best-of-k similarity (x10
 paper), optionally writes the critic's trajectory-level preference pairs (rollouts of a task
 whose rewards differ by at least ``--threshold``) and the win rate against another run.
 
-Pages are rendered offline (:mod:`sweet_rl.evaluation.renderer`) only when no screenshot of
+Pages are rendered offline (:mod:`sweet_rl.rendering.browser`) only when no screenshot of
 them exists yet; a missing or failed page is scored as a black picture and the row gets a
 ``render_error``. ``"No answer"`` (the agent never showed a page; ours and the original's)
 is scored black, as the original did, and is no error. Rows of the original code also load:
@@ -22,7 +22,7 @@ import os
 from typing import List, Optional
 
 from sweet_rl.environments.protocol import NO_ANSWER  # a dialogue without a page (both codes)
-from sweet_rl.evaluation.page_pictures import ANSWER_KEY, REFERENCE_KEY
+from sweet_rl.rendering.pictures import ANSWER_KEY, REFERENCE_KEY
 
 logger = logging.getLogger(__name__)
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
@@ -98,8 +98,8 @@ def image_path_answer(answer: str) -> Optional[str]:
 
 def answer_picture(traj, saved_path: str, directory: str):
     """The picture that scores this row's final page; see the module docstring."""
-    from sweet_rl.evaluation.page_pictures import Picture, answer_picture as from_page
-    from sweet_rl.screenshots import resolve
+    from sweet_rl.rendering.pictures import Picture, answer_picture as from_page
+    from sweet_rl.rendering.screenshots import resolve
 
     if traj.answer.strip() == NO_ANSWER:
         return Picture()  # no page shown: black, as the original scored it, and not an error
@@ -121,7 +121,7 @@ def _score(scorer, answers: List[Optional[str]], references: List[Optional[str]]
     page identical to its reference scores exactly 1 rather than 1 minus rounding noise.
     """
     from sweet_rl.evaluation.clip_similarity import cosine
-    from sweet_rl.evaluation.page_pictures import picture_key
+    from sweet_rl.rendering.pictures import picture_key
 
     keys = {path: picture_key(path) for path in answers + references}
     first_path = {}
@@ -186,12 +186,12 @@ def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
     arguments = dict(locals())
     from sweet_rl.evaluation.clip_similarity import CROPS, NO_WEIGHTS, load_clip, settings_tag
     from sweet_rl.cli.common import notice_once
-    from sweet_rl.evaluation.page_pictures import drop_unreadable, reference_picture, render_pending
+    from sweet_rl.rendering.pictures import drop_unreadable, reference_picture, render_pending
     from sweet_rl.evaluation.preferences import (best_of_k, check_rollout_layout, pair_texts,
                                                  threshold_pairs, win_rate)
     from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar
     from sweet_rl.records import Trajectory
-    from sweet_rl.screenshots import default_screenshot_dir, to_stored
+    from sweet_rl.rendering.screenshots import default_screenshot_dir, to_stored
 
     k, threshold, batch_size = int(k), float(threshold), int(batch_size)
     if train is not None:

@@ -30,7 +30,7 @@ def is_blank_png(png: bytes) -> bool:
     try:
         from PIL import Image
     except ImportError:  # the slower pure-Python decoder gives the same answer
-        from sweet_rl.evaluation.page_assets import decode_png
+        from sweet_rl.rendering.assets import decode_png
 
         _, _, channels, rows = decode_png(png)
         first = bytes(rows[0][:channels]) if rows else b""
@@ -71,8 +71,8 @@ def open_pool(pool_size: Optional[int] = None, browser: str = "chromium",
               max_height: int = 8000, assets_dir: Optional[str] = None):
     """A :class:`DriverPool` whose browser is known to work: a probe page renders first, so a
     missing browser stops the stage with one clear error instead of dropping every page."""
-    from sweet_rl.evaluation.page_assets import AssetsMissing
-    from sweet_rl.evaluation.renderer import DriverPool
+    from sweet_rl.rendering.assets import AssetsMissing
+    from sweet_rl.rendering.pool import DriverPool
 
     try:
         pool = DriverPool(size=pool_size, browser=browser, page_load_timeout=page_load_timeout,
@@ -106,7 +106,7 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
         temp_path: the original code's scratch folder for screenshots; pages render in memory
             here, so it is not used (a notice says so).
         screenshot_dir: also save each kept reference screenshot there, named
-            ``reference_<hash of the HTML>.png`` (see ``sweet_rl.screenshots``).
+            ``reference_<hash of the HTML>.png`` (see ``sweet_rl.rendering.screenshots``).
         pool_size: browsers rendering at once (default: up to 4, one per core).
         browser: ``chromium`` or ``firefox``.
         page_load_timeout, script_timeout: seconds before a page counts as failed.
@@ -133,7 +133,7 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
     arguments.pop("saved_path"), arguments.pop("filtered_path")
     from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar
     from sweet_rl.records import Task
-    from sweet_rl.screenshots import screenshot_path
+    from sweet_rl.rendering.screenshots import screenshot_path
 
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ValueError(f"output path {output_path} is the input file; refusing to overwrite it")

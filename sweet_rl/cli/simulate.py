@@ -108,7 +108,7 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
     from sweet_rl.io import append_jsonl, count_complete_lines, write_sidecar
     from sweet_rl.prompts import load_prompt, template_fields
     from sweet_rl.rollout import run_dialogues
-    from sweet_rl.screenshots import default_screenshot_dir
+    from sweet_rl.rendering.screenshots import default_screenshot_dir
 
     if train:
         logger.info("--train has no effect (it had none in the original either)")
@@ -151,6 +151,8 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
     started = time.time()
     try:
         if task_type == "html":
+            from sweet_rl.rendering.pool import open_renderer
+
             # The browser pool is closed in `finally` whatever happens after this point.
             renderer, arguments["browser_version"] = open_renderer(browser, render_workers)
             arguments["screenshot_dir"] = screenshot_dir or default_screenshot_dir(output_path)
@@ -213,24 +215,3 @@ def summarize(path: str) -> str:
         return line + (f", errors {errors}, "
                        f"answered with a page {100 * with_page / pages:.1f}%")
     return line + f", dialogues with simulator errors {errors}"
-
-
-def open_renderer(browser: str = "chromium", size: Optional[int] = None):
-    """A started browser pool and the browser's name and version (for the sidecar).
-
-    One blank page is rendered first, so a missing browser or Tailwind cache stops the run
-    with one clear line before any model is loaded.
-    """
-    from sweet_rl.evaluation.page_assets import AssetsMissing
-    from sweet_rl.evaluation.renderer import DriverPool
-
-    try:
-        pool = DriverPool(size=size, browser=browser)
-    except AssetsMissing as err:
-        raise FileNotFoundError(str(err)) from err
-    probe = pool.render("<html><body></body></html>")
-    if not probe.ok:
-        pool.close()
-        raise FileNotFoundError(f"cannot render pages with {browser}: {probe.error} (install "
-                                "chromium and chromedriver, or geckodriver for --browser firefox)")
-    return pool, probe.browser

@@ -110,8 +110,8 @@ def main(output_path: str, tokenizer: Optional[str] = None, input_path: Optional
     env_kwargs = {}
     try:
         if task_type == "html":
-            from sweet_rl.cli.simulate import open_renderer
-            from sweet_rl.screenshots import default_screenshot_dir
+            from sweet_rl.rendering.pool import open_renderer
+            from sweet_rl.rendering.screenshots import default_screenshot_dir
 
             pool, arguments["browser_version"] = open_renderer()
             env_kwargs = dict(renderer=pool, output_path=output_path,

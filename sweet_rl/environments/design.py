@@ -28,11 +28,11 @@ from typing import Dict, List, Optional
 
 from sweet_rl.environments.base import CollaborationEnv, simulator_transcript
 from sweet_rl.environments.html_snippet import split_page
-from sweet_rl.environments.page_shots import read_png, shoot
+from sweet_rl.rendering.page_shots import read_png, shoot
 from sweet_rl.environments.protocol import MAX_TURNS, NO_ANSWER, ParsedTurn
 from sweet_rl.prompts import fill_template
 from sweet_rl.records import Task, Trajectory
-from sweet_rl.screenshots import to_stored
+from sweet_rl.rendering.screenshots import to_stored
 from sweet_rl.simulators.base import Conversation
 from sweet_rl.simulators.images import image_part, text_part
 

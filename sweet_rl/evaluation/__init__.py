@@ -1,0 +1,1 @@
+"""Scoring frontend pages: CLIP similarity, preference pairs and win rate."""

@@ -35,7 +35,7 @@ def downscale_png(png: bytes, max_side: Optional[int]) -> bytes:
     """``png`` itself, or re-encoded so that neither side exceeds ``max_side`` pixels."""
     if not max_side:
         return png
-    from sweet_rl.evaluation.page_assets import png_size
+    from sweet_rl.rendering.assets import png_size
 
     width, height = png_size(png)
     if max(width, height) <= max_side:

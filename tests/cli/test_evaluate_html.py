@@ -303,7 +303,7 @@ def test_temp_path_is_the_screenshot_folder_and_train_is_accepted(tmp_path, caps
     """The original's ``evaluate_html.py SAVED K TEMP_PATH``: pages it renders go to TEMP_PATH
     (here nothing needs rendering: the answer is "No answer" and the reference screenshot is
     there, found by its content name in TEMP_PATH). ``--train`` only gets a notice."""
-    from sweet_rl.screenshots import screenshot_path
+    from sweet_rl.rendering.screenshots import screenshot_path
 
     task = {"problem_description": "p", "ground_truth": "<html><body>ref</body></html>"}
     scratch = tmp_path / "scratch"

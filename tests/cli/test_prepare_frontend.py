@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from sweet_rl.cli import filter_websites, prepare_frontend_tasks
-from sweet_rl.evaluation import page_assets
-from sweet_rl.evaluation.renderer import RenderResult
+from sweet_rl.rendering import assets as page_assets
+from sweet_rl.rendering.result import RenderResult
 from sweet_rl.records import RecordError
-from sweet_rl.screenshots import screenshot_path
+from sweet_rl.rendering.screenshots import screenshot_path
 from tests.conftest import REPO_ROOT, SHARED_COLBENCH
 
 ROWS = 25

@@ -15,12 +15,13 @@ from sweet_rl.agents.base import Agent, AgentOutput
 from sweet_rl.data.tasks import load_tasks
 from sweet_rl.environments import DesignEnv, make_env
 from sweet_rl.environments.design import AGENT_PAGE_INTRO, NO_PAGE_NOTE, REFERENCE_INTRO
-from sweet_rl.evaluation import page_assets
-from sweet_rl.evaluation.renderer import VIEWPORT_WIDTH, DriverPool
+from sweet_rl.rendering import assets as page_assets
+from sweet_rl.rendering.browser import VIEWPORT_WIDTH
+from sweet_rl.rendering.pool import DriverPool
 from sweet_rl.prompts import load_prompt
 from sweet_rl.records import Task, Trajectory
 from sweet_rl.rollout import run_dialogues
-from sweet_rl.screenshots import resolve, screenshot_path
+from sweet_rl.rendering.screenshots import resolve, screenshot_path
 from sweet_rl.simulators.base import Simulator, SimulatorReply
 
 CDN = "https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css"

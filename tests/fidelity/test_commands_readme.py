@@ -207,7 +207,7 @@ def test_evaluate_html_readme_command_on_original_rows(tmp_path):
     pytest.importorskip("open_clip")
     from PIL import Image
 
-    from sweet_rl.screenshots import default_screenshot_dir, screenshot_path
+    from sweet_rl.rendering.screenshots import default_screenshot_dir, screenshot_path
 
     src = tmp_path / "temp_test_html.jsonl"
     tasks = [{"problem_description": f"site {i}", "ground_truth": f"<html><body>{i}</body></html>"}

@@ -25,7 +25,7 @@ from typing import Dict, Optional
 
 import pytest
 
-from sweet_rl.evaluation.code_grader import Grader
+from sweet_rl.grading.grader import Grader
 
 
 def fenced(code: str) -> str:

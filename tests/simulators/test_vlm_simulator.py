@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from sweet_rl.evaluation import page_assets
+from sweet_rl.rendering import assets as page_assets
 from sweet_rl.factory import build_simulator
 from sweet_rl.simulators.images import decode_data_url, image_part, png_data_url, text_part
 from sweet_rl.simulators.local_vlm_simulator import LocalVLMSimulator, split_images

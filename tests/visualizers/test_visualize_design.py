@@ -10,10 +10,11 @@ import sys
 
 import pytest
 
-from sweet_rl.evaluation import page_assets
-from sweet_rl.evaluation.renderer import DriverPool, _find_binary
+from sweet_rl.rendering import assets as page_assets
+from sweet_rl.rendering.pool import DriverPool
+from sweet_rl.rendering.processes import find_binary
 from sweet_rl.records import RecordError
-from sweet_rl.screenshots import default_screenshot_dir, screenshot_path, to_stored
+from sweet_rl.rendering.screenshots import default_screenshot_dir, screenshot_path, to_stored
 from visualizers.page_parts import image_data_url
 from visualizers.visualize_design_dialogue_histories import main
 
@@ -90,8 +91,8 @@ def browser():
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--disable-background-networking", "--window-size=1280,1000"):
         options.add_argument(arg)
-    options.binary_location = _find_binary("SWEET_RL_CHROMIUM", ("/usr/bin/chromium",), "chromium")
-    driver_bin = _find_binary("SWEET_RL_CHROMEDRIVER", ("/usr/bin/chromedriver",), "chromedriver")
+    options.binary_location = find_binary("SWEET_RL_CHROMIUM", ("/usr/bin/chromium",), "chromium")
+    driver_bin = find_binary("SWEET_RL_CHROMEDRIVER", ("/usr/bin/chromedriver",), "chromedriver")
     driver = webdriver.Chrome(service=Service(driver_bin), options=options)
     try:
         yield driver
