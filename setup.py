@@ -44,4 +44,6 @@ setup(
         "accelerate>=1.0",  # transformers.Trainer, used by the demo's training stages
     ],
     extras_require=EXTRAS,
+    # `sweet-rl <stage> [flags]`: the same stages as scripts/*.py (see sweet_rl/cli/main.py)
+    entry_points={"console_scripts": ["sweet-rl = sweet_rl.cli.main:main"]},
 )

@@ -45,3 +45,26 @@ def render_assets(tmp_path_factory) -> str:
 
     require_chromium()
     return tailwind_assets_dir(tmp_path_factory)
+
+
+# The `slow` marker (registered in pyproject.toml): whole-pipeline runs and tests that start a
+# real browser, a real server, DeepSpeed's launcher or a batch of hostile answers. The README's
+# test command runs everything; `python -m pytest -q -m "not slow" tests` is the fast loop.
+SLOW_FILES = {
+    "tests/test_demo.py",
+    "tests/training/test_deepspeed.py",
+    "tests/grading/test_conformance.py",
+    "tests/grading/test_adversarial.py",
+    "tests/grading/test_hostile_run.py",
+    "tests/rendering/test_renderer.py",
+    "tests/cli/test_simulate_with_server.py",
+    "tests/simulators/test_transformers_serve.py",
+}
+SLOW_FIXTURES = {"render_assets"}  # real Chromium
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.fspath)).resolve().relative_to(REPO_ROOT).as_posix()
+        if path in SLOW_FILES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
