@@ -18,7 +18,6 @@ from __future__ import annotations
 import re
 from typing import Optional, Tuple
 
-from sweet_rl.environments.protocol import parse_agent_output
 
 PAGE_PLACEHOLDER = "[SEE RENDERED HTML]"
 
@@ -32,12 +31,6 @@ def find_page(message: str) -> Optional[Tuple[int, int]]:
     return match.span() if match else None
 
 
-def extract_page(message: str) -> Optional[str]:
-    """The page's HTML exactly as written, or None."""
-    span = find_page(message)
-    return message[span[0]:span[1]] if span else None
-
-
 def split_page(message: str) -> Tuple[str, Optional[str]]:
     """``(content with the page replaced by the placeholder, page or None)``."""
     span = find_page(message)
@@ -45,8 +38,3 @@ def split_page(message: str) -> Tuple[str, Optional[str]]:
         return message, None
     start, end = span
     return message[:start] + PAGE_PLACEHOLDER + message[end:], message[start:end]
-
-
-def page_from_output(raw_output: str) -> Tuple[str, Optional[str]]:
-    """From a raw generation: the turn's ``content`` and the page shown (after ``OUTPUT:``)."""
-    return split_page(parse_agent_output(raw_output).message)

@@ -189,9 +189,3 @@ class Grader:
         passed = verdicts.count("pass")
         return GradeResult(passed / len(tests), passed, len(tests), tests=verdicts,
                            refused=refused)
-
-
-def grade_many(items: Sequence[GradeItem], rules: str = "benchmark", timeout: float = 1.0,
-               memory_mb: int = 2048, workers: int = 1, progress: bool = False) -> List[GradeResult]:
-    """Grade ``(answer, reference, test_cases)`` items; one :class:`GradeResult` each."""
-    return Grader(rules, timeout, memory_mb, workers).grade(items, progress=progress)

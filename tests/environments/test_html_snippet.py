@@ -2,8 +2,19 @@
 
 import pytest
 
-from sweet_rl.environments.html_snippet import (PAGE_PLACEHOLDER, extract_page, find_page,
-                                                page_from_output, split_page)
+from sweet_rl.environments.html_snippet import PAGE_PLACEHOLDER, find_page, split_page
+from sweet_rl.environments.protocol import parse_agent_output
+
+
+def extract_page(message):
+    """The page's HTML exactly as written, or None (as the environment cuts it)."""
+    span = find_page(message)
+    return message[span[0]:span[1]] if span else None
+
+
+def page_from_output(raw_output):
+    """A raw generation's turn content and the page shown after ``OUTPUT:``."""
+    return split_page(parse_agent_output(raw_output).message)
 
 
 @pytest.mark.parametrize("message, page", [

@@ -1,13 +1,13 @@
 """Grading rules and verdicts on small hand-made tasks."""
 
-from sweet_rl.grading.grader import GradeResult, Grader, grade_many
+from sweet_rl.grading.grader import GradeResult, Grader
 
 SQUARE = "def square(x):\n    return x * x\n"
 TESTS = {"test1": "square(2)", "test2": "square(3)", "test3": "square(-1)", "test4": "square(0)"}
 
 
 def grade(answer, rules="benchmark", reference=SQUARE, tests=TESTS, tmp_path=None):
-    [result] = grade_many([(answer, reference, tests)], rules=rules, timeout=1.0, memory_mb=512)
+    [result] = Grader(rules, timeout=1.0, memory_mb=512).grade([(answer, reference, tests)])
     return result
 
 

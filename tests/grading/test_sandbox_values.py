@@ -16,9 +16,19 @@ import pytest
 
 from sweet_rl.grading.sandbox import sandbox_values
 from sweet_rl.grading.sandbox.sandbox_compare import (NumpyArray, NumpyScalar, Opaque, TypeName,
-                                                 outputs_match, resolve, verdict)
+                                                 resolve, verdict)
 from sweet_rl.grading.sandbox.sandbox_decode import DecodeError, decode
 from sweet_rl.grading.sandbox.sandbox_values import MAX_DEPTH, MAX_NODES, encode, encode_comparison
+
+
+def outputs_match(reference, answer) -> bool:
+    """The benchmark's pass rule on decoded values, as the grader applies it (a chain that
+    raises fails)."""
+    try:
+        reference, answer = resolve(reference), resolve(answer)
+    except Exception:  # noqa: BLE001
+        return False
+    return verdict(reference, answer) == "pass"
 
 
 def trip(value):

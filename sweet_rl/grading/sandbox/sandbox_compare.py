@@ -287,12 +287,3 @@ def verdict(reference, answer) -> str:
         return "pass" if _passes(reference, answer) else "fail"
     except Exception as error:  # noqa: BLE001
         return f"fail:{type(error).__name__}"
-
-
-def outputs_match(reference, answer) -> bool:
-    """The benchmark's pass rule on decoded values (a chain that raises fails)."""
-    try:
-        reference, answer = resolve(reference), resolve(answer)
-    except Exception:  # noqa: BLE001
-        return False
-    return verdict(reference, answer) == "pass"
