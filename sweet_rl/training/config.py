@@ -1,10 +1,10 @@
 """Hyperparameters for the training stages: built-in defaults, config files, DeepSpeed configs.
 
 Precedence (highest first): a flag given on the command line, a key of the ``--config`` JSON
-file (e.g. ``configs/critic_backend.json``), the defaults below. Config files hold the paper's
-per-stage values (SWEET-RL, Zhou et al. 2025, Appendix: lr 2e-7, beta 0.1, NLL 0.01, batch 8 /
-micro-batch 1, ZeRO-3, bf16; critic 4 epochs backend / 8 frontend at max length 8192; agent 1
-epoch at 16384). Keys starting with ``_`` are comments and are ignored.
+file (e.g. ``configs/critic_backend.json``), the defaults of :mod:`sweet_rl.training.options`.
+Config files hold the paper's per-stage values (SWEET-RL, Zhou et al. 2025, Appendix: lr 2e-7,
+beta 0.1, NLL 0.01, batch 8 / micro-batch 1, ZeRO-3, bf16; critic 4 epochs backend / 8
+frontend at max length 8192; agent 1 epoch at 16384). Keys starting with ``_`` are comments and are ignored.
 
 No torch import here, so ``--help`` and config checks stay instant.
 """
