@@ -28,11 +28,11 @@ def child(variant: str, model_dir: str, data: str, save_path: str) -> None:
     """Train a couple of steps and print {"peak_rss_bytes": ...} as the last line."""
     import logging
 
-    from sweet_rl.training.config import DPO_DEFAULTS
+    from sweet_rl.training.options import PreferenceOptions
     from sweet_rl.training.run import train_preference
 
     logging.basicConfig(level=logging.WARNING)
-    options = dict(DPO_DEFAULTS, pretrain=model_dir, dataset=data, save_path=save_path,
+    options = PreferenceOptions(pretrain=model_dir, dataset=data, save_path=save_path,
                    learning_rate=1e-5, max_epochs=1, train_batch_size=2, micro_train_batch_size=1,
                    max_len=1024, lr_warmup_ratio=0.0, mean_log_prob=True, nll_loss_coef=0.01,
                    ref_in_memory=variant == "in_memory", local_rank=-1)

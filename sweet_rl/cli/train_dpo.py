@@ -75,11 +75,11 @@ def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
         local_rank: set by the deepspeed launcher.
     """
     explicit = dict(locals())
-    from sweet_rl.training.config import DPO_DEFAULTS, apply_original_flags, resolve_options
+    from sweet_rl.training.config import build_options
+    from sweet_rl.training.options import PreferenceOptions
 
-    options = resolve_options(explicit, config, DPO_DEFAULTS)
-    apply_original_flags(options, "train_dpo")  # before any work: a missing wandb stops here
-    options["local_rank"] = local_rank
+    # checked here, before any work: a bad value or a missing wandb stops the run at once
+    options = build_options(PreferenceOptions, explicit, config, "train_dpo", local_rank)
     from sweet_rl.training.run import train_preference
 
     train_preference(options)

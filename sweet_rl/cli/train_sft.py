@@ -45,11 +45,11 @@ def main(pretrain: Optional[str] = None, dataset: Optional[str] = None,
             train_dpo.py.
     """
     explicit = dict(locals())
-    from sweet_rl.training.config import SFT_DEFAULTS, apply_original_flags, resolve_options
+    from sweet_rl.training.config import build_options
+    from sweet_rl.training.options import SFTOptions
 
-    options = resolve_options(explicit, config, SFT_DEFAULTS)
-    apply_original_flags(options, "train_sft")  # before any work: a missing wandb stops here
-    options["local_rank"] = local_rank
+    # checked here, before any work: a bad value or a missing wandb stops the run at once
+    options = build_options(SFTOptions, explicit, config, "train_sft", local_rank)
     from sweet_rl.training.run import train_sft
 
     train_sft(options)

@@ -7,6 +7,7 @@ Modules (import them directly; nothing heavy is imported here):
 * ``reference`` -- reference log-probs precomputed once before training;
 * ``trainer``   -- the Trainer subclass, the metrics.jsonl callback, TrainingArguments;
 * ``data``      -- pair files and trajectory files into tokenised examples;
-* ``config``    -- defaults, ``configs/*.json`` files, DeepSpeed ZeRO configs;
+* ``options``   -- the typed, checked options of a run (the flags' defaults);
+* ``config``    -- ``configs/*.json`` files, building the options, DeepSpeed ZeRO configs;
 * ``run``       -- ``train_preference(options)`` and ``train_sft(options)``.
 """

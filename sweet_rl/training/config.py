@@ -1,10 +1,10 @@
 """Hyperparameters for the training stages: built-in defaults, config files, DeepSpeed configs.
 
 Precedence (highest first): a flag given on the command line, a key of the ``--config`` JSON
-file (e.g. ``configs/critic_backend.json``), the defaults below. Config files hold the paper's
-per-stage values (SWEET-RL, Zhou et al. 2025, Appendix: lr 2e-7, beta 0.1, NLL 0.01, batch 8 /
-micro-batch 1, ZeRO-3, bf16; critic 4 epochs backend / 8 frontend at max length 8192; agent 1
-epoch at 16384). Keys starting with ``_`` are comments and are ignored.
+file (e.g. ``configs/critic_backend.json``), the defaults of :mod:`sweet_rl.training.options`.
+Config files hold the paper's per-stage values (SWEET-RL, Zhou et al. 2025, Appendix: lr 2e-7,
+beta 0.1, NLL 0.01, batch 8 / micro-batch 1, ZeRO-3, bf16; critic 4 epochs backend / 8
+frontend at max length 8192; agent 1 epoch at 16384). Keys starting with ``_`` are comments and are ignored.
 
 No torch import here, so ``--help`` and config checks stay instant.
 """
@@ -12,67 +12,27 @@ No torch import here, so ``--help`` and config checks stay instant.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib.util
 import json
 import logging
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar
+
+from sweet_rl.training.options import PreferenceOptions, SFTOptions, TrainingOptions
 
 logger = logging.getLogger(__name__)
+
+Options = TypeVar("Options", bound=TrainingOptions)
 
 REPO_CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                             "configs")
 
-# Flags shared by train_dpo and train_sft, with the value used when neither the command line
-# nor the config file sets them.
-COMMON_DEFAULTS: Dict[str, Any] = {
-    "pretrain": None,
-    "dataset": None,
-    "save_path": None,
-    "learning_rate": 2e-7,
-    "max_epochs": 1,
-    "max_len": 8192,
-    "train_batch_size": 8,
-    "micro_train_batch_size": 1,
-    "zero_stage": 0,
-    "bf16": False,
-    "gradient_checkpointing": False,
-    "flash_attn": False,
-    "response_template": None,
-    "seed": 42,
-    "lr_warmup_ratio": 0.03,
-    "min_lr_ratio": 0.1,
-    "logging_steps": 1,
-    "report_to": "none",
-    "save_steps": -1,
-    "weight_decay": 0.0,
-    "max_grad_norm": 1.0,
-    "deepspeed_config": None,
-    # openrlhf flags of the original README (see apply_original_flags)
-    "eval_steps": None,
-    # the original's openrlhf fork keeps the first 3% of --dataset out of training (its eval
-    # split); published numbers were trained on the other 97%
-    "eval_holdout": 0.03,
-    "use_wandb": None,
-    "wandb_run_name": None,
-}
-
-DPO_DEFAULTS: Dict[str, Any] = dict(
-    COMMON_DEFAULTS,
-    ref_pretrain=None,
-    beta=0.1,
-    mean_log_prob=False,
-    per_turn_mean=False,
-    nll_loss_coef=0.0,
-    chosen_key="chosen",
-    rejected_key="rejected",
-    prompt_key="prompt",
-    ref_in_memory=False,
-)
-
-SFT_DEFAULTS: Dict[str, Any] = dict(
-    COMMON_DEFAULTS, min_reward=1.0,
-    response_template="<|start_header_id|>assistant<|end_header_id|>")
+# Every flag a config file may set, with the value used when neither the command line nor
+# the config file sets it: the defaults of the option dataclasses (sweet_rl.training.options).
+COMMON_DEFAULTS: Dict[str, Any] = TrainingOptions.flag_defaults()
+DPO_DEFAULTS: Dict[str, Any] = PreferenceOptions.flag_defaults()
+SFT_DEFAULTS: Dict[str, Any] = SFTOptions.flag_defaults()
 
 # ZeRO configs whose "auto" values the transformers Trainer fills from TrainingArguments
 # (batch sizes, accumulation, clipping, bf16, bucket sizes). No optimizer/scheduler section:
@@ -132,6 +92,15 @@ def resolve_options(explicit: Dict[str, Any], config_path: Optional[str],
     return options
 
 
+def build_options(kind: Type[Options], explicit: Dict[str, Any], config_path: Optional[str],
+                  stage: str, local_rank: int = -1) -> Options:
+    """The checked options of one run of ``stage`` from the flags given on its command line
+    (``explicit``, None for a flag not given) and its ``--config`` file, with the original's
+    logging flags applied -- all before any work, so a bad value or a missing wandb stops here."""
+    values = resolve_options(explicit, config_path, kind.flag_defaults())
+    return apply_original_flags(kind(**values, local_rank=local_rank), stage)
+
+
 def split_holdout(items: List[Any], fraction: float) -> Tuple[List[Any], List[Any]]:
     """``(trained, held out)``: the first ``int(len * fraction)`` items are held out, as the
     original's openrlhf fork holds out the first 3% of a JSONL dataset that has no test split."""
@@ -142,38 +111,37 @@ def split_holdout(items: List[Any], fraction: float) -> Tuple[List[Any], List[An
     return list(items[cut:]), list(items[:cut])
 
 
-def apply_original_flags(options: Dict[str, Any], stage: str) -> Dict[str, Any]:
+def apply_original_flags(options: Options, stage: str) -> Options:
     """Give the original's openrlhf logging flags their meaning here, before any work starts.
 
     ``--use_wandb KEY`` logs to Weights & Biases through the Trainer (``report_to`` gains
     ``wandb``); the key reaches wandb as ``WANDB_API_KEY`` in this process's environment
     (a key already there wins, as openrlhf only logged in when wandb had no key) and is
-    replaced by ``True`` in ``options``, so no sidecar or metrics file ever holds it. The
-    project defaults to openrlhf's ``openrlhf_train_dpo`` / ``openrlhf_train_sft`` unless
+    replaced by ``True`` in the returned options, so no sidecar or metrics file ever holds it.
+    The project defaults to openrlhf's ``openrlhf_train_dpo`` / ``openrlhf_train_sft`` unless
     ``WANDB_PROJECT`` is set. ``--wandb_run_name`` is the run's name. ``--eval_steps`` gets a
     notice: there is no evaluation split here.
     """
     from sweet_rl.cli.common import notice_once
 
-    if options.get("eval_steps") is not None:
+    if options.eval_steps is not None:
         notice_once("--eval_steps ignored: the held-out share of --dataset (--eval_holdout, the "
                     "original's first 3%) is kept out of training but not evaluated here")
-    key = options.get("use_wandb")
-    if key is not None and key is not False and str(key) not in ("", "False", "None"):
-        if importlib.util.find_spec("wandb") is None:
-            raise ValueError("--use_wandb needs the wandb package, which is not installed "
-                             "(pip install wandb), or leave --use_wandb out")
-        if str(key) != "True":  # a bare --use_wandb: the login wandb already has
-            os.environ.setdefault("WANDB_API_KEY", str(key))
-        os.environ.setdefault("WANDB_PROJECT", f"openrlhf_{stage}")
-        reporters = options.get("report_to") or "none"
-        reporters = [] if reporters == "none" else (
-            [reporters] if isinstance(reporters, str) else list(reporters))
-        options["report_to"] = reporters + ["wandb"] if "wandb" not in reporters else reporters
-        options["use_wandb"] = True
-    else:
-        options["use_wandb"] = None
-    return options
+    key = options.use_wandb
+    if key is None or key is False or str(key) in ("", "False", "None"):
+        return dataclasses.replace(options, use_wandb=None)
+    if importlib.util.find_spec("wandb") is None:
+        raise ValueError("--use_wandb needs the wandb package, which is not installed "
+                         "(pip install wandb), or leave --use_wandb out")
+    if str(key) != "True":  # a bare --use_wandb: the login wandb already has
+        os.environ.setdefault("WANDB_API_KEY", str(key))
+    os.environ.setdefault("WANDB_PROJECT", f"openrlhf_{stage}")
+    reporters = options.report_to or "none"
+    reporters = [] if reporters == "none" else (
+        [reporters] if isinstance(reporters, str) else list(reporters))
+    if "wandb" not in reporters:
+        reporters.append("wandb")
+    return dataclasses.replace(options, report_to=reporters, use_wandb=True)
 
 
 def gradient_accumulation_steps(train_batch_size: int, micro_train_batch_size: int,

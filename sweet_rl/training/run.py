@@ -1,4 +1,4 @@
-"""Training entry points: resolved options in, trained Hugging Face model directory out.
+"""Training entry points: checked options in, trained Hugging Face model directory out.
 
 :func:`train_preference` (critic, agent DPO, multi-turn DPO baseline) and :func:`train_sft`
 (rejection fine-tuning) share the set-up: read and tokenise the data before anything is
@@ -12,49 +12,69 @@ ZeRO-3 shards into a full 16-bit state dict), and append per-step metrics to
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import os
 import time
-from typing import Any, Dict
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
+
+from sweet_rl.training.options import PreferenceOptions, SFTOptions, TrainingOptions
 
 logger = logging.getLogger(__name__)
 
 
-def _setup(options: Dict[str, Any]):
-    """Tokenizer, sequence tokenizer, DeepSpeed decision, TrainingArguments."""
+@dataclass(frozen=True)
+class Setup:
+    """What both stages need before reading their data: the options as trained (``bf16`` may
+    be switched off here), the tokenizers, the DeepSpeed decision and gradient accumulation."""
+
+    options: TrainingOptions
+    tokenizer: Any
+    seq: Any  # masks.SequenceTokenizer
+    use_deepspeed: bool
+    deepspeed_config: Optional[dict]
+    accumulation: int
+
+    def training_arguments(self):
+        """TrainingArguments; building them sets up the distributed state, so not before the
+        data has been read and checked."""
+        from sweet_rl.training.trainer import training_arguments
+
+        return training_arguments(self.options, self.accumulation, self.deepspeed_config)
+
+
+def _setup(options: TrainingOptions) -> Setup:
+    """Tokenizer, sequence tokenizer, DeepSpeed decision, gradient accumulation."""
     import torch
     from transformers import AutoTokenizer
 
     from sweet_rl.training.config import (deepspeed_config, gradient_accumulation_steps,
                                           under_distributed_launcher)
     from sweet_rl.training.masks import SequenceTokenizer
-    from sweet_rl.training.trainer import training_arguments
 
-    for key in ("pretrain", "dataset", "save_path"):
-        if not options.get(key):
-            raise ValueError(f"--{key} is required")
-    tokenizer = AutoTokenizer.from_pretrained(options["pretrain"])
+    options.check_required()
+    tokenizer = AutoTokenizer.from_pretrained(options.pretrain)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    seq = SequenceTokenizer(tokenizer, options["max_len"], options["response_template"])
-    local_rank = -1 if options.get("local_rank") is None else int(options["local_rank"])
-    use_ds = int(options["zero_stage"]) > 0 and under_distributed_launcher(local_rank)
-    if int(options["zero_stage"]) > 0 and not use_ds:
+    seq = SequenceTokenizer(tokenizer, options.max_len, options.response_template)
+    use_ds = options.zero_stage > 0 and under_distributed_launcher(options.local_rank)
+    if options.zero_stage > 0 and not use_ds:
         logger.warning("--zero_stage %s ignored: not started by the deepspeed launcher; "
-                       "training on one device without DeepSpeed", options["zero_stage"])
-    if options["bf16"] and use_ds and not torch.cuda.is_available():
+                       "training on one device without DeepSpeed", options.zero_stage)
+    if options.bf16 and use_ds and not torch.cuda.is_available():
         # transformers allows CPU bf16 only with use_cpu, which switches DeepSpeed off
         logger.warning("--bf16 ignored: DeepSpeed without a CUDA GPU trains in fp32")
-        options["bf16"] = False
+        options = dataclasses.replace(options, bf16=False)  # the sidecar records it off
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    accumulation = gradient_accumulation_steps(int(options["train_batch_size"]),
-                                               int(options["micro_train_batch_size"]), world_size)
-    ds_config = deepspeed_config(int(options["zero_stage"]), options["deepspeed_config"]) if use_ds else None
-    return tokenizer, seq, use_ds, ds_config, accumulation, local_rank, training_arguments
+    accumulation = gradient_accumulation_steps(options.train_batch_size,
+                                               options.micro_train_batch_size, world_size)
+    ds_config = deepspeed_config(options.zero_stage, options.deepspeed_config) if use_ds else None
+    return Setup(options, tokenizer, seq, use_ds, ds_config, accumulation)
 
 
-def _finish(trainer, result, options, stage: str, tokens: int, examples: int,
+def _finish(trainer, result, options: TrainingOptions, stage: str, tokens: int, examples: int,
             start: float) -> Dict[str, Any]:
     """Save the model, the sidecar, and return (and log) the one-line summary.
 
@@ -62,21 +82,21 @@ def _finish(trainer, result, options, stage: str, tokens: int, examples: int,
     """
     from sweet_rl.io import write_sidecar
 
-    trainer.save_model(options["save_path"])
+    trainer.save_model(options.save_path)
     history = [h for h in trainer.state.log_history if "loss" in h]
     last = history[-1] if history else {}
     runtime = max(float(result.metrics.get("train_runtime", 0.0)), 1e-9)
-    epochs = float(options["max_epochs"])
+    epochs = options.max_epochs
     summary = {"stage": stage, "examples": examples, "steps": trainer.state.global_step,
                "final_loss": last.get("loss"), "final_accuracy": last.get("accuracy"),
                "train_seconds": round(runtime, 3), "total_seconds": round(time.time() - start, 2),
                "samples_per_second": round(examples * epochs / runtime, 3),
                "tokens_per_second": round(tokens * epochs / runtime, 1),
                "world_size": trainer.args.world_size,
-               "zero_stage": int(options["zero_stage"]) if trainer.is_deepspeed_enabled else 0,
-               "save_path": options["save_path"]}
+               "zero_stage": options.zero_stage if trainer.is_deepspeed_enabled else 0,
+               "save_path": options.save_path}
     if trainer.is_world_process_zero():
-        write_sidecar(os.path.join(options["save_path"], "training"), dict(options), stage)
+        write_sidecar(os.path.join(options.save_path, "training"), dataclasses.asdict(options), stage)
         logger.info("%s summary: %s", stage, summary)
         print(f"{stage}: " + " ".join(f"{k}={v}" for k, v in summary.items()), flush=True)
     _leave_process_group()
@@ -98,21 +118,21 @@ def _leave_process_group() -> None:
         dist.destroy_process_group()
 
 
-def _held_out(items, options: Dict[str, Any], what: str):
+def _held_out(items, options: TrainingOptions, what: str):
     """The items trained on, after the original's hold-out (``--eval_holdout``)."""
     from sweet_rl.training.config import split_holdout
 
-    trained, held = split_holdout(items, options.get("eval_holdout", 0.0))
+    trained, held = split_holdout(items, options.eval_holdout)
     if not trained:
-        raise ValueError(f"{options['dataset']}: nothing left to train on after holding out "
-                         f"{len(held)} {what} (--eval_holdout {options['eval_holdout']})")
+        raise ValueError(f"{options.dataset}: nothing left to train on after holding out "
+                         f"{len(held)} {what} (--eval_holdout {options.eval_holdout})")
     logger.info("training on %d %s; the first %d are held out (--eval_holdout %s, as the "
-                "original's training fork)", len(trained), what, len(held), options["eval_holdout"])
+                "original's training fork)", len(trained), what, len(held), options.eval_holdout)
     return trained
 
 
-def train_preference(options: Dict[str, Any]) -> Dict[str, Any]:
-    """DPO / Bradley-Terry training from resolved ``options`` (see ``config.DPO_DEFAULTS``)."""
+def train_preference(options: PreferenceOptions) -> Dict[str, Any]:
+    """DPO / Bradley-Terry training (see :class:`~sweet_rl.training.options.PreferenceOptions`)."""
     import torch
 
     from sweet_rl.training.data import read_preference_pairs, tokenize_pairs
@@ -122,49 +142,49 @@ def train_preference(options: Dict[str, Any]) -> Dict[str, Any]:
                                            load_causal_lm, load_unsharded)
 
     start = time.time()
-    tokenizer, seq, use_ds, ds_config, accumulation, local_rank, make_args = _setup(options)
-    reduction = ("per_turn_mean" if options["per_turn_mean"]
-                 else "mean" if options["mean_log_prob"] else "sum")
-    pairs = read_preference_pairs(options["dataset"], options["chosen_key"],
-                                  options["rejected_key"], options["prompt_key"])
+    setup = _setup(options)
+    options, use_ds = setup.options, setup.use_deepspeed
+    reduction = options.reduction
+    pairs = read_preference_pairs(options.dataset, options.chosen_key,
+                                  options.rejected_key, options.prompt_key)
     pairs = _held_out(pairs, options, "pairs")
-    examples = tokenize_pairs(pairs, seq)
-    args = make_args(options, accumulation, ds_config, local_rank)  # sets up distributed
-    collator = PreferenceCollator(tokenizer.pad_token_id)
-    ref_path = options["ref_pretrain"] or options["pretrain"]
-    autocast = torch.bfloat16 if options["bf16"] and not use_ds else None
+    examples = tokenize_pairs(pairs, setup.seq)
+    args = setup.training_arguments()  # sets up distributed
+    collator = PreferenceCollator(setup.tokenizer.pad_token_id)
+    ref_path = options.ref_pretrain or options.pretrain
+    autocast = torch.bfloat16 if options.bf16 and not use_ds else None
     ref_model, policy = None, None
-    if options["ref_in_memory"]:
+    if options.ref_in_memory:
         ref_model = load_unsharded(ref_path, options, use_ds, args.device)
-    elif not options["ref_pretrain"] and not (use_ds and int(options["zero_stage"]) == 3):
+    elif not options.ref_pretrain and not (use_ds and options.zero_stage == 3):
         # the initial policy is the reference: score with it, then train the same object
-        policy = load_causal_lm(options["pretrain"], options, use_ds).to(args.device)
+        policy = load_causal_lm(options.pretrain, options, use_ds).to(args.device)
         precompute_reference_logps(policy, examples, collator, reduction,
-                                   int(options["micro_train_batch_size"]), args.device,
+                                   options.micro_train_batch_size, args.device,
                                    args.process_index, args.world_size, autocast)
     else:
         scorer = load_unsharded(ref_path, options, use_ds, args.device)
         precompute_reference_logps(scorer, examples, collator, reduction,
-                                   int(options["micro_train_batch_size"]), args.device,
+                                   options.micro_train_batch_size, args.device,
                                    args.process_index, args.world_size, autocast)
         del scorer
         gc.collect()
         if torch.cuda.is_available():
             torch.cuda.empty_cache()
     if policy is None:
-        policy = load_causal_lm(options["pretrain"], options, use_ds)
+        policy = load_causal_lm(options.pretrain, options, use_ds)
     trainer = PreferenceTrainer(
         model=policy, args=args, train_dataset=examples, data_collator=collator,
-        processing_class=tokenizer,
-        callbacks=[MetricsJsonlCallback(os.path.join(options["save_path"], "metrics.jsonl"))],
-        beta=float(options["beta"]), reduction=reduction,
-        nll_loss_coef=float(options["nll_loss_coef"]), ref_model=ref_model)
+        processing_class=setup.tokenizer,
+        callbacks=[MetricsJsonlCallback(os.path.join(options.save_path, "metrics.jsonl"))],
+        beta=options.beta, reduction=reduction,
+        nll_loss_coef=options.nll_loss_coef, ref_model=ref_model)
     result = trainer.train()
     tokens = sum(len(e["chosen"].input_ids) + len(e["rejected"].input_ids) for e in examples)
     return _finish(trainer, result, options, "train_dpo", tokens, len(examples), start)
 
 
-def train_sft(options: Dict[str, Any]) -> Dict[str, Any]:
+def train_sft(options: SFTOptions) -> Dict[str, Any]:
     """Supervised fine-tuning on successful trajectories (rejection fine-tuning baseline)."""
     from transformers import Trainer
 
@@ -173,15 +193,16 @@ def train_sft(options: Dict[str, Any]) -> Dict[str, Any]:
     from sweet_rl.training.trainer import MetricsJsonlCallback, load_causal_lm
 
     start = time.time()
-    tokenizer, seq, use_ds, ds_config, accumulation, local_rank, make_args = _setup(options)
-    examples = read_sft_examples(options["dataset"], seq, float(options["min_reward"]))
+    setup = _setup(options)
+    options = setup.options
+    examples = read_sft_examples(options.dataset, setup.seq, options.min_reward)
     examples = _held_out(examples, options, "examples")
-    args = make_args(options, accumulation, ds_config, local_rank)
-    model = load_causal_lm(options["pretrain"], options, use_ds)
+    args = setup.training_arguments()
+    model = load_causal_lm(options.pretrain, options, setup.use_deepspeed)
     trainer = Trainer(
-        model=model, args=args, train_dataset=examples, data_collator=SFTCollator(tokenizer.pad_token_id),
-        processing_class=tokenizer,
-        callbacks=[MetricsJsonlCallback(os.path.join(options["save_path"], "metrics.jsonl"))])
+        model=model, args=args, train_dataset=examples,
+        data_collator=SFTCollator(setup.tokenizer.pad_token_id), processing_class=setup.tokenizer,
+        callbacks=[MetricsJsonlCallback(os.path.join(options.save_path, "metrics.jsonl"))])
     result = trainer.train()
     tokens = sum(len(e["sequence"].input_ids) for e in examples)
     return _finish(trainer, result, options, "train_sft", tokens, len(examples), start)

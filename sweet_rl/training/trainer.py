@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import os
 from collections import defaultdict
-from typing import Any, Dict, Optional
+from typing import Dict, Optional
 
 import torch
 from transformers import Trainer, TrainerCallback, TrainingArguments
 
+from sweet_rl.training.options import TrainingOptions
 from sweet_rl.training.losses import dpo_loss, nll_loss, sequence_log_probs, token_log_probs
 from sweet_rl.training.reference import score_batch
 
@@ -112,13 +113,10 @@ class MetricsJsonlCallback(TrainerCallback):
         append_jsonl(self.path, [record])
 
 
-def training_arguments(options: Dict[str, Any], gradient_accumulation: int,
-                       deepspeed: Optional[dict], local_rank: int = -1) -> TrainingArguments:
-    """TrainingArguments from the resolved flags (see ``sweet_rl.training.config``)."""
-    if not 0 <= options["lr_warmup_ratio"] < 1:
-        raise ValueError(f"lr_warmup_ratio must be in [0, 1), got {options['lr_warmup_ratio']}")
-    save_steps = int(options["save_steps"])
-    bf16 = bool(options["bf16"])
+def training_arguments(options: TrainingOptions, gradient_accumulation: int,
+                       deepspeed: Optional[dict]) -> TrainingArguments:
+    """TrainingArguments from the checked options (see ``sweet_rl.training.options``)."""
+    save_steps = options.save_steps
     # Without a GPU: use_cpu, so that bf16 means bf16 autocast on the CPU and torchrun gives
     # DDP over gloo. use_cpu would switch DeepSpeed off, so DeepSpeed on the CPU trains in
     # fp32 (run.py drops bf16) and its processes get a gloo state configured beforehand.
@@ -129,33 +127,35 @@ def training_arguments(options: Dict[str, Any], gradient_accumulation: int,
     # transformers >= 5.x renamed gradient_checkpointing to activation_checkpointing
     fields = TrainingArguments.__dataclass_fields__
     ckpt = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
-    checkpointing = {ckpt: bool(options["gradient_checkpointing"]),
+    checkpointing = {ckpt: options.gradient_checkpointing,
                      f"{ckpt}_kwargs": {"use_reentrant": False}}
     return TrainingArguments(
-        output_dir=options["save_path"],
-        per_device_train_batch_size=int(options["micro_train_batch_size"]),
+        output_dir=options.save_path,
+        per_device_train_batch_size=options.micro_train_batch_size,
         gradient_accumulation_steps=gradient_accumulation,
-        learning_rate=float(options["learning_rate"]),
-        num_train_epochs=float(options["max_epochs"]),
+        # the options keep an int as written (--max_epochs 4), for the sidecar; the
+        # TrainingArguments (saved as training_args.bin) hold floats, as they declare
+        learning_rate=float(options.learning_rate),
+        num_train_epochs=float(options.max_epochs),
         lr_scheduler_type="cosine_with_min_lr",
-        lr_scheduler_kwargs={"min_lr_rate": float(options["min_lr_ratio"])},
-        warmup_steps=float(options["lr_warmup_ratio"]),  # a value < 1 is a ratio of all steps
-        weight_decay=float(options["weight_decay"]),
-        max_grad_norm=float(options["max_grad_norm"]),
-        logging_steps=int(options["logging_steps"]),
+        lr_scheduler_kwargs={"min_lr_rate": float(options.min_lr_ratio)},
+        warmup_steps=float(options.lr_warmup_ratio),  # a value < 1 is a ratio of all steps
+        weight_decay=float(options.weight_decay),
+        max_grad_norm=float(options.max_grad_norm),
+        logging_steps=options.logging_steps,
         save_strategy="steps" if save_steps > 0 else "no",
         save_steps=save_steps if save_steps > 0 else 500,
         save_only_model=True,
-        report_to=options["report_to"] or "none",
-        run_name=options.get("wandb_run_name"),  # the original's --wandb_run_name
-        bf16=bf16,
+        report_to=options.report_to or "none",
+        run_name=options.wandb_run_name,  # the original's --wandb_run_name
+        bf16=options.bf16,
         use_cpu=use_cpu,
         **checkpointing,
-        seed=int(options["seed"]),
+        seed=options.seed,
         remove_unused_columns=False,  # batches come from our own collator
         dataloader_pin_memory=torch.cuda.is_available(),
         deepspeed=deepspeed,
-        local_rank=local_rank,
+        local_rank=options.local_rank,
         disable_tqdm=False,
         **({"accelerator_config": accelerator_config} if accelerator_config else {}),
     )
@@ -183,21 +183,21 @@ def _deepspeed_cpu_state() -> dict:
     return {"use_configured_state": True}
 
 
-def load_causal_lm(path: str, options: Dict[str, Any], use_deepspeed: bool):
+def load_causal_lm(path: str, options: TrainingOptions, use_deepspeed: bool):
     """Load a causal LM for training. Under DeepSpeed with bf16 the weights load in bf16
     (DeepSpeed keeps fp32 master copies); otherwise fp32 with bf16 autocast by the Trainer."""
     from transformers import AutoModelForCausalLM
 
     from sweet_rl.training.config import attention_implementation
 
-    dtype = torch.bfloat16 if options["bf16"] and use_deepspeed else torch.float32
+    dtype = torch.bfloat16 if options.bf16 and use_deepspeed else torch.float32
     model = AutoModelForCausalLM.from_pretrained(
-        path, dtype=dtype, attn_implementation=attention_implementation(options["flash_attn"]))
+        path, dtype=dtype, attn_implementation=attention_implementation(options.flash_attn))
     model.config.use_cache = False
     return model
 
 
-def load_unsharded(path: str, options: Dict[str, Any], use_deepspeed: bool, device):
+def load_unsharded(path: str, options: TrainingOptions, use_deepspeed: bool, device):
     """Load a full (not ZeRO-3-partitioned) copy of a model, for scoring only."""
     from transformers.integrations import deepspeed as hf_ds
 

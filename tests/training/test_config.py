@@ -1,11 +1,13 @@
 """Config files, precedence, DeepSpeed configs and gradient accumulation."""
 
+import dataclasses
 import json
 import os
 
 import pytest
 
 from sweet_rl.training import config as cfg
+from sweet_rl.training.options import PreferenceOptions, SFTOptions
 from tests.conftest import REPO_ROOT
 
 CONFIGS = REPO_ROOT / "configs"
@@ -87,11 +89,11 @@ def test_training_arguments_schedule_accumulation_and_checkpointing(tmp_path):
 
     from sweet_rl.training.trainer import training_arguments
 
-    options = dict(cfg.DPO_DEFAULTS, save_path=str(tmp_path), learning_rate=1.0,
-                   lr_warmup_ratio=0.2, min_lr_ratio=0.1, gradient_checkpointing=True,
-                   train_batch_size=8, micro_train_batch_size=2)
+    options = PreferenceOptions(save_path=str(tmp_path), learning_rate=1.0,
+                                lr_warmup_ratio=0.2, min_lr_ratio=0.1, gradient_checkpointing=True,
+                                train_batch_size=8, micro_train_batch_size=2)
     args = training_arguments(options, cfg.gradient_accumulation_steps(
-        options["train_batch_size"], options["micro_train_batch_size"], 1), None)
+        options.train_batch_size, options.micro_train_batch_size, 1), None)
     assert args.gradient_accumulation_steps == 4 and args.per_device_train_batch_size == 2
     assert getattr(args, "activation_checkpointing", None) or args.gradient_checkpointing
     assert args.report_to in ([], ["none"], "none") and args.deepspeed is None
@@ -119,34 +121,34 @@ def test_original_logging_flags(monkeypatch, caplog):
     from sweet_rl.cli import common
 
     monkeypatch.setattr(common, "_NOTICES_GIVEN", set())
-    options = dict(cfg.DPO_DEFAULTS, eval_steps=-1)
+    options = PreferenceOptions(eval_steps=-1)
     with caplog.at_level("WARNING"):
+        options = cfg.apply_original_flags(options, "train_dpo")
         cfg.apply_original_flags(options, "train_dpo")
-        cfg.apply_original_flags(dict(options), "train_dpo")
     assert [r.getMessage() for r in caplog.records].count(
         "--eval_steps ignored: the held-out share of --dataset (--eval_holdout, the original's "
         "first 3%) is kept out of training but not evaluated here") == 1
-    assert options["report_to"] == "none" and options["use_wandb"] is None
+    assert options.report_to == "none" and options.use_wandb is None
 
     real_find_spec = importlib.util.find_spec
     if real_find_spec("wandb") is None:
         with pytest.raises(ValueError, match="--use_wandb needs the wandb package"):
-            cfg.apply_original_flags(dict(cfg.DPO_DEFAULTS, use_wandb="KEY"), "train_dpo")
+            cfg.apply_original_flags(PreferenceOptions(use_wandb="KEY"), "train_dpo")
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: object() if name == "wandb" else real_find_spec(name, *a))
     for key in ("WANDB_API_KEY", "WANDB_PROJECT"):
         monkeypatch.delenv(key, raising=False)
-    options = cfg.apply_original_flags(dict(cfg.DPO_DEFAULTS, use_wandb="s3cret"), "train_dpo")
-    assert options["report_to"] == ["wandb"] and options["use_wandb"] is True
-    assert "s3cret" not in json.dumps(options)
+    options = cfg.apply_original_flags(PreferenceOptions(use_wandb="s3cret"), "train_dpo")
+    assert options.report_to == ["wandb"] and options.use_wandb is True
+    assert "s3cret" not in json.dumps(dataclasses.asdict(options))
     assert os.environ["WANDB_API_KEY"] == "s3cret" and os.environ["WANDB_PROJECT"] == "openrlhf_train_dpo"
     monkeypatch.setenv("WANDB_API_KEY", "already-logged-in")  # a key already there wins
-    options = cfg.apply_original_flags(dict(cfg.SFT_DEFAULTS, use_wandb="other", report_to="tensorboard"),
+    options = cfg.apply_original_flags(SFTOptions(use_wandb="other", report_to="tensorboard"),
                                        "train_sft")
-    assert options["report_to"] == ["tensorboard", "wandb"]
+    assert options.report_to == ["tensorboard", "wandb"]
     assert os.environ["WANDB_API_KEY"] == "already-logged-in"
     monkeypatch.delenv("WANDB_API_KEY")
-    cfg.apply_original_flags(dict(cfg.DPO_DEFAULTS, use_wandb="True"), "train_dpo")  # bare flag
+    cfg.apply_original_flags(PreferenceOptions(use_wandb="True"), "train_dpo")  # bare flag
     assert "WANDB_API_KEY" not in os.environ  # wandb's own login is used
 
 
