@@ -8,7 +8,7 @@
 # Tasks come from scripts/prepare_frontend_tasks.py (+ scripts/filter_websites.py). The offline
 # data is simulated here (K rollouts per training task) unless OFFLINE already exists. The
 # critic is a text model (the agent's checkpoint) that reads the dialogue and the reference
-# HTML; the paper's frontend critic is a vision-language model (see the README).
+# HTML; the paper's frontend critic is a vision-language model (see docs/reproducing.md).
 # Every stage reads the previous stage's file; hyperparameters come from configs/*.json.
 # Set LAUNCH="python" and EXTRA_TRAIN_ARGS="--zero_stage 0" to train without DeepSpeed.
 set -euo pipefail

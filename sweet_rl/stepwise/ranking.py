@@ -7,8 +7,7 @@ the critic term covers the tokens ``--score_tokens`` names (:mod:`sweet_rl.stepw
 by default the original's: the whole text), and both terms are per-token means (SWEET-RL's
 length normalisation) or, with ``--use_sum``, sums over the same tokens (the paper's ablation
 that collapses training). The reference is the sampling model's score stored by the sample
-stage, computed without the ground truth -- the original code's choice (README, "Differences
-from the original").
+stage, computed without the ground truth -- the original code's choice (docs/differences.md).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ benchmark score from the published grader's rules:
 - R4: a test passes when ``reference_output == answer_output and reference_output is not
   None`` is true, the reference on the left; a ValueError raised there means not passed.
 
-Rows marked ``ours`` are deliberate differences (README "Differences from the original").
+Rows marked ``ours`` are deliberate differences (docs/differences.md).
 """
 
 from dataclasses import dataclass, field

@@ -1,4 +1,4 @@
-"""The sandbox that runs model-written Python (see README "Safety").
+"""The sandbox that runs model-written Python (see docs/safety.md).
 
 :mod:`~sweet_rl.grading.sandbox.client` is the grading process's side (a worker process and its
 restarts). Every ``sandbox_*`` module is stdlib-only: the worker runs ``python -S
