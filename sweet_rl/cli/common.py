@@ -161,7 +161,7 @@ def run_cli(main, argv: Optional[Sequence[str]] = None) -> None:
     import fire
 
     from sweet_rl.records import RecordError
-    from sweet_rl.simulators.base import SimulatorUnavailable
+    from sweet_rl.openai_compat import EndpointUnavailable
 
     args = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -173,7 +173,7 @@ def run_cli(main, argv: Optional[Sequence[str]] = None) -> None:
     try:
         # each stage prints its own metrics line; fire would also print the returned value
         fire.Fire(main, command=command, serialize=lambda result: None)
-    except (RecordError, SimulatorUnavailable, OSError, ValueError) as err:
+    except (RecordError, EndpointUnavailable, OSError, ValueError) as err:
         # OSError: e.g. a model that is neither a folder nor reachable on the hub
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

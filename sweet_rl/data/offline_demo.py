@@ -23,8 +23,9 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
-from sweet_rl.agents.base import Agent, AgentOutput
-from sweet_rl.simulators.base import Simulator, SimulatorReply
+from sweet_rl.agents.base import Agent
+from sweet_rl.simulators.base import Simulator
+from sweet_rl.types import AgentOutput, SimulatorReply
 
 ROLLOUTS = 3
 QUESTION = "Thinking about edge cases first. OUTPUT: What should the function do with unusual inputs?"
