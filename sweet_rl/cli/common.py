@@ -18,16 +18,7 @@ import re
 import sys
 from typing import List, Optional, Sequence
 
-logger = logging.getLogger("sweet_rl.cli")
-
-_NOTICES_GIVEN: set = set()
-
-
-def notice_once(message: str) -> None:
-    """Log ``message`` once per process: flags of the original code that mean nothing here."""
-    if message not in _NOTICES_GIVEN:
-        _NOTICES_GIVEN.add(message)
-        logger.warning(message)
+from sweet_rl.notices import notice_once  # the stages import it from here too
 
 
 class CommandLineError(ValueError):

@@ -116,9 +116,9 @@ def test_original_logging_flags(monkeypatch, caplog):
     tests/fidelity/test_commands_readme.py)."""
     import importlib.util
 
-    from sweet_rl.cli import common
+    from sweet_rl import notices
 
-    monkeypatch.setattr(common, "_NOTICES_GIVEN", set())
+    monkeypatch.setattr(notices, "_NOTICES_GIVEN", set())
     options = dict(cfg.DPO_DEFAULTS, eval_steps=-1)
     with caplog.at_level("WARNING"):
         cfg.apply_original_flags(options, "train_dpo")
