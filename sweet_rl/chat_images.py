@@ -3,7 +3,8 @@
 The vision-language simulator receives the OpenAI chat format, where a message's ``content``
 is a list of parts ``{"type": "text", "text": ...}`` and ``{"type": "image_url", "image_url":
 {"url": ...}}``. Images travel inline as base64 data URLs, which both vLLM's and OpenAI's
-chat endpoints accept, so no file server is needed.
+chat endpoints accept, so no file server is needed. The frontend environment builds these
+parts and the in-process simulator decodes them, so the helpers sit below both packages.
 
 Large pages: a full page screenshot is 1280 px wide and up to 8000 px tall (the renderer's
 clip). What the servers do with it:
