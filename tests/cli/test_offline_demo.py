@@ -15,6 +15,7 @@ def test_offline_demo_writes_the_scripted_rows(tiny_model_dir, tmp_path, capsys)
     assert len(rows) == 2 * tasks and tasks > 0
     # row i + j * num_tasks is rollout j of task i; rollout 1 answers wrong
     assert rows[0].task.problem_description == rows[tasks].task.problem_description
-    assert "return None" in rows[tasks].answer and "return None" not in rows[0].answer
+    assert rows[0].task.ground_truth.strip() in rows[0].answer
+    assert rows[tasks].answer.endswith("):\n    return None\n```")
     assert json.loads((tmp_path / "offline.jsonl.config.json").read_text())  # the sidecar
     assert f"offline_demo: {len(rows)} scripted trajectories" in capsys.readouterr().out
