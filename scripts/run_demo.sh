@@ -41,7 +41,7 @@ if [ "$PART" = all ] || [ "$PART" = 2 ]; then
   SWEET=$OUT/sweet
   echo "== part 2: the SWEET-RL loop on the CPU ($SWEET)"
   mkdir -p "$SWEET"
-  python -m sweet_rl.data.offline_demo "$SWEET/offline.jsonl" --tokenizer "$TINY"
+  python -m sweet_rl.cli.offline_demo "$SWEET/offline.jsonl" --tokenizer "$TINY"
   OUTPUT_DIR=$SWEET CHECKPOINT_DIR=$SWEET/checkpoints AGENT_MODEL=$TINY BACKEND=hf K=3 \
   NUM_SAMPLES=${NUM_SAMPLES:-4} DATA_FRACTION=1.0 TEST_TASKS=$TASKS NUM_TEST_TASKS=6 \
   LAUNCH=python SIM_FLAGS="--simulator_max_tokens 32" \
@@ -61,7 +61,7 @@ if [ "$PART" = 3 ]; then
       --max_steps "${HTML_STEPS:-3}" --max_new_tokens "$MAX_NEW_TOKENS" --simulator_max_tokens 32
   python scripts/evaluate_html.py "$HTML/trajectories.jsonl" --k "$ROLLOUTS" --clip_pretrained none
   python visualizers/visualize_design_dialogue_histories.py "$HTML/trajectories.jsonl" "$HTML/dialogues.html"
-  python -m sweet_rl.data.offline_demo "$HTML/sweet/offline.jsonl" --tokenizer "$TINY" --task_type html
+  python -m sweet_rl.cli.offline_demo "$HTML/sweet/offline.jsonl" --tokenizer "$TINY" --task_type html
   OUTPUT_DIR=$HTML/sweet CHECKPOINT_DIR=$HTML/sweet/checkpoints AGENT_MODEL=$TINY BACKEND=hf K=3 \
   NUM_SAMPLES=${NUM_SAMPLES:-4} DATA_FRACTION=1.0 TEST_TASKS=$FRONTEND_TASKS NUM_TEST_TASKS=3 \
   LAUNCH=python CLIP_ARGS="--clip_pretrained none" \

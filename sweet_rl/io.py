@@ -14,7 +14,7 @@ import os
 import tempfile
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, TypeVar
 
-from sweet_rl.records import RecordError
+from sweet_rl.records import Record, RecordError
 
 T = TypeVar("T")
 
@@ -49,7 +49,7 @@ def read_jsonl(path: str, parse: Optional[Callable[[Any], T]] = None) -> List[T]
 
 
 def _to_json_line(record: Any) -> bytes:
-    data = record.to_dict() if hasattr(record, "to_dict") else record
+    data = record.to_dict() if isinstance(record, Record) else record
     return (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8")
 
 

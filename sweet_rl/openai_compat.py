@@ -9,7 +9,7 @@ package is a failure policy suited to long batch rollouts:
   retried — repeating it cannot help — and comes back as ``ChatResult(text=None, error=...)``,
   so only that one dialogue ends, with the reason recorded;
 * a server that stays unreachable (or keeps timing out, rate limiting, or refusing the API
-  key) raises :class:`SimulatorUnavailable` naming the URL: the run stops instead of
+  key) raises :class:`EndpointUnavailable` naming the URL: the run stops instead of
   silently filling the output with errors.
 
 The ``openai`` package is imported lazily so importing this module stays cheap.
@@ -25,15 +25,22 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
-from sweet_rl.simulators.base import SimulatorUnavailable
+from sweet_rl.types import ChatMessages
 
 logger = logging.getLogger(__name__)
-
-Messages = List[Dict[str, object]]
 
 HOW_TO_START = ("Start an OpenAI-compatible server first, e.g. `vllm serve MODEL --port N` or "
                 "`transformers serve --host 127.0.0.1 --port N MODEL`, and pass its host and "
                 "port (or full base URL).")
+
+
+class EndpointUnavailable(RuntimeError):
+    """Nothing usable answers at a server's URL (down, timing out, or refusing the API key).
+
+    Named after the endpoint, not its role: the simulator and the HTTP agent share this
+    client, and an unreachable agent server must not be reported as a simulator failure.
+    The run stops; the message names the URL. ``SimulatorUnavailable`` is an alias of it.
+    """
 
 
 def base_url_from(hostname: str, port: Optional[int] = None) -> str:
@@ -117,7 +124,7 @@ class ChatClient:
             self._client.with_options(timeout=timeout, max_retries=0).models.list()
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
-                raise SimulatorUnavailable(
+                raise EndpointUnavailable(
                     f"{self.base_url} refused the API key (HTTP {err.status_code}): "
                     f"{_server_message(err)}") from err
             logger.debug("%s/models answered HTTP %s; the server is up", self.base_url,
@@ -127,11 +134,11 @@ class ChatClient:
                 logger.warning("%s/models was slow to answer (> %.0f s); assuming the server "
                                "is up", self.base_url, timeout)
                 return
-            raise SimulatorUnavailable(
+            raise EndpointUnavailable(
                 f"no OpenAI-compatible server reachable at {self.base_url} (connection timed "
                 f"out after {timeout:.0f} s). {HOW_TO_START}") from err
         except openai.APIConnectionError as err:
-            raise SimulatorUnavailable(
+            raise EndpointUnavailable(
                 f"no OpenAI-compatible server reachable at {self.base_url} "
                 f"({err.__cause__ or err}). {HOW_TO_START}") from err
         except openai.OpenAIError as err:  # e.g. a non-JSON body: still somebody answering
@@ -140,7 +147,7 @@ class ChatClient:
 
     # ----- one request ---------------------------------------------------------------------
 
-    def _request_kwargs(self, messages: Messages, temperature: Optional[float],
+    def _request_kwargs(self, messages: ChatMessages, temperature: Optional[float],
                         max_tokens: Optional[int], seed: Optional[int]) -> Dict[str, object]:
         kwargs: Dict[str, object] = dict(model=self.model, messages=list(messages))
         if max_tokens is not None:
@@ -163,7 +170,7 @@ class ChatClient:
                 pass
         return delay * (1 + 0.25 * random.random())
 
-    def complete(self, messages: Messages, temperature: Optional[float],
+    def complete(self, messages: ChatMessages, temperature: Optional[float],
                  max_tokens: Optional[int], seed: Optional[int] = None,
                  _abort: Optional[threading.Event] = None) -> ChatResult:
         """One chat completion, retried on transient failures (see the module docstring)."""
@@ -180,7 +187,7 @@ class ChatClient:
                         if isinstance(err, openai.APITimeoutError)
                         else f"connection failed ({err.__cause__ or err})")
                 if attempt + 1 >= attempts or (_abort is not None and _abort.is_set()):
-                    raise SimulatorUnavailable(
+                    raise EndpointUnavailable(
                         f"server at {self.base_url} unavailable: request {what}, "
                         f"{attempt + 1} attempt(s). {HOW_TO_START}") from err
                 reason = what
@@ -188,7 +195,7 @@ class ChatClient:
                 last_err = err
                 status, message = err.status_code, _server_message(err)
                 if status in (401, 403):
-                    raise SimulatorUnavailable(
+                    raise EndpointUnavailable(
                         f"{self.base_url} refused the API key (HTTP {status}): {message}") from err
                 if status != 429 and status < 500:
                     # The request itself is bad (context too long, unknown model, bad field):
@@ -196,7 +203,7 @@ class ChatClient:
                     return ChatResult(text=None, error=f"HTTP {status}: {message}")
                 if attempt + 1 >= attempts or (_abort is not None and _abort.is_set()):
                     if status == 429:  # still rate limited after backing off: quota is gone
-                        raise SimulatorUnavailable(
+                        raise EndpointUnavailable(
                             f"{self.base_url} kept rate limiting (HTTP 429) after {attempts} "
                             f"attempts: {message}") from err
                     # A persistent 5xx for one request ends that dialogue, not the run.
@@ -215,7 +222,7 @@ class ChatClient:
             if _abort is not None:
                 # Wakes early when a sibling request of the batch found the server gone.
                 if _abort.wait(delay):
-                    raise SimulatorUnavailable(f"{self.base_url}: gave up after {reason}, "
+                    raise EndpointUnavailable(f"{self.base_url}: gave up after {reason}, "
                                                "another request found the server unavailable")
             else:
                 time.sleep(delay)
@@ -230,13 +237,13 @@ class ChatClient:
                                                 thread_name_prefix="chat-client")
             return self._pool
 
-    def complete_batch(self, batch: Sequence[Messages], temperature: Optional[float],
+    def complete_batch(self, batch: Sequence[ChatMessages], temperature: Optional[float],
                        max_tokens: Optional[int],
                        seeds: Optional[Sequence[Optional[int]]] = None) -> List[ChatResult]:
         """``complete`` for every conversation concurrently; results in input order.
 
         If one request finds the server unavailable, the others stop retrying and the
-        :class:`SimulatorUnavailable` is raised here.
+        :class:`EndpointUnavailable` is raised here.
         """
         if not batch:
             return []

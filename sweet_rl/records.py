@@ -52,8 +52,12 @@ def _optional(data: Dict[str, Any], key: str, types, prefix: str = "") -> Any:
     return _require(data, key, types, prefix)
 
 
-class _Record:
-    """Shared to_dict / from_dict logic: known fields by name, unknown keys in ``extra``."""
+class Record:
+    """Shared to_dict / from_dict logic: known fields by name, unknown keys in ``extra``.
+
+    Every record type derives from it, so a writer tells a record (``to_dict()``) from plain
+    JSON data by its class.
+    """
 
     KNOWN: ClassVar[tuple] = ()
 
@@ -65,10 +69,10 @@ class _Record:
             value = getattr(self, f.name)
             if value is None and f.metadata.get("omit_none"):
                 continue
-            if isinstance(value, _Record):
+            if isinstance(value, Record):
                 value = value.to_dict()
             elif isinstance(value, list):
-                value = [v.to_dict() if isinstance(v, _Record) else v for v in value]
+                value = [v.to_dict() if isinstance(v, Record) else v for v in value]
             out[f.metadata.get("key", f.name)] = value
         out.update(self.extra)
         return out
@@ -83,7 +87,7 @@ def _omit_none():
 
 
 @dataclass
-class Task(_Record):
+class Task(Record):
     """One ColBench task. ``test_cases`` maps ``test1`` .. to call expressions (backend only)."""
 
     problem_description: str
@@ -116,7 +120,7 @@ class Task(_Record):
 
 
 @dataclass
-class Turn(_Record):
+class Turn(Record):
     """One dialogue entry. Assistant turns also carry the prompt the agent saw and its raw output."""
 
     role: str
@@ -144,7 +148,7 @@ class Turn(_Record):
 
 
 @dataclass
-class Trajectory(_Record):
+class Trajectory(Record):
     """A finished dialogue: simulate writes it, evaluate adds ``reward``."""
 
     task: Task
@@ -193,7 +197,7 @@ def _pair_side(data: Dict[str, Any], key: str, prefix: str = "") -> str:
 
 
 @dataclass
-class PreferencePair(_Record):
+class PreferencePair(Record):
     """A chosen/rejected pair (critic pairs, DPO pairs); ``prompt`` only in prompt-split files.
 
     Each side is read as text: a string, or an ``{"input", "output"}`` object (the original's
@@ -218,7 +222,7 @@ class PreferencePair(_Record):
 
 
 @dataclass
-class StepSample(_Record):
+class StepSample(Record):
     """One assistant turn of the offline data with N sampled alternatives (sample / rank)."""
 
     input: str

@@ -1,10 +1,11 @@
 """Run batches of dialogues: one batched agent call and one batched simulator call per turn.
 
 Environments whose turns do slow I/O (the frontend one renders every page in a browser) say so
-with ``record_workers`` > 1: their ``prepare()`` (rendering the reference) and their agent
-turns are then run from that many threads, so a batch renders its pages concurrently through
-the renderer pool instead of one page at a time. Environments without it (the backend one)
-are recorded in order on the calling thread.
+with ``record_workers`` > 1 (declared on :class:`~sweet_rl.environments.base.CollaborationEnv`,
+where it is 1): their ``prepare()`` (rendering the reference) and their agent turns are then
+run from that many threads, so a batch renders its pages concurrently through the renderer
+pool instead of one page at a time. The others (the backend one) are recorded in order on the
+calling thread, where the base class's ``prepare()`` does nothing.
 """
 
 from __future__ import annotations
@@ -45,16 +46,14 @@ def run_dialogues(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Sim
     ``progress`` (a tqdm bar, optional) is advanced by one as each dialogue finishes.
     """
     seeds = list(row_seeds) if row_seeds is not None else list(range(len(envs)))
-    workers = max((getattr(env, "record_workers", 1) for env in envs), default=1)
+    workers = max((env.record_workers for env in envs), default=1)
     active = [i for i, env in enumerate(envs) if not env.done]
-    preparing = [i for i in active if hasattr(envs[i], "prepare")]
-    if preparing:
-        run_calls([envs[i].prepare for i in preparing], workers)
-        ended = [i for i in preparing if envs[i].done]  # e.g. the reference did not render
-        if ended:
-            active = [i for i in active if not envs[i].done]
-            if progress is not None:
-                progress.update(len(ended))
+    run_calls([envs[i].prepare for i in active], workers)
+    ended = [i for i in active if envs[i].done]  # e.g. the reference did not render
+    if ended:
+        active = [i for i in active if not envs[i].done]
+        if progress is not None:
+            progress.update(len(ended))
     while active:
         outputs = agent.generate([envs[i].agent_messages() for i in active],
                                  seeds=[turn_seed(seeds[i], envs[i].steps) for i in active])

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import List, Optional
 
-ChatMessages = List[Dict[str, str]]
+from sweet_rl.types import AgentOutput, ChatMessages
 
-
-@dataclass
-class AgentOutput:
-    """``prompt`` is the chat-formatted text the model saw; ``output`` its raw generation."""
-
-    prompt: str
-    output: str
+__all__ = ["Agent", "AgentOutput"]  # AgentOutput: re-exported, as before
 
 
 class Agent:

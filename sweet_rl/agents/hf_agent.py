@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from sweet_rl.agents.base import Agent, AgentOutput, ChatMessages
+from sweet_rl.agents.base import Agent
+from sweet_rl.types import AgentOutput, ChatMessages
 
 
 class HFAgent(Agent):

@@ -14,7 +14,7 @@ vLLM or ``transformers serve``. The server applies the chat template itself, so 
 A request the server rejects (HTTP 400, e.g. the dialogue outgrew the context window) is
 recorded as ``output=""`` with a logged warning: the environment treats an empty answer as an
 empty message, so that dialogue goes on (and usually fails) rather than stopping the whole run.
-An unreachable server still raises :class:`SimulatorUnavailable`.
+An unreachable server raises :class:`~sweet_rl.openai_compat.EndpointUnavailable`.
 
 Reasoning models (o1, o3, o4 families) reject ``max_tokens`` and any ``temperature`` but 1:
 for them the limit is sent as ``max_completion_tokens`` and no temperature is sent. The model
@@ -27,7 +27,8 @@ import logging
 import os
 from typing import List, Optional
 
-from sweet_rl.agents.base import Agent, AgentOutput, ChatMessages
+from sweet_rl.agents.base import Agent
+from sweet_rl.types import AgentOutput, ChatMessages
 from sweet_rl.openai_compat import ChatClient
 
 logger = logging.getLogger(__name__)

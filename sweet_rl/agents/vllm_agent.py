@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from sweet_rl.agents.base import Agent, AgentOutput, ChatMessages
+from sweet_rl.agents.base import Agent
+from sweet_rl.types import AgentOutput, ChatMessages
 
 
 def build_requests(tokenizer, conversations: List[ChatMessages], temperature: float,

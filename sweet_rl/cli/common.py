@@ -18,16 +18,7 @@ import re
 import sys
 from typing import List, Optional, Sequence
 
-logger = logging.getLogger("sweet_rl.cli")
-
-_NOTICES_GIVEN: set = set()
-
-
-def notice_once(message: str) -> None:
-    """Log ``message`` once per process: flags of the original code that mean nothing here."""
-    if message not in _NOTICES_GIVEN:
-        _NOTICES_GIVEN.add(message)
-        logger.warning(message)
+from sweet_rl.notices import notice_once  # the stages import it from here too
 
 
 class CommandLineError(ValueError):
@@ -161,7 +152,7 @@ def run_cli(main, argv: Optional[Sequence[str]] = None) -> None:
     import fire
 
     from sweet_rl.records import RecordError
-    from sweet_rl.simulators.base import SimulatorUnavailable
+    from sweet_rl.openai_compat import EndpointUnavailable
 
     args = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -173,7 +164,7 @@ def run_cli(main, argv: Optional[Sequence[str]] = None) -> None:
     try:
         # each stage prints its own metrics line; fire would also print the returned value
         fire.Fire(main, command=command, serialize=lambda result: None)
-    except (RecordError, SimulatorUnavailable, OSError, ValueError) as err:
+    except (RecordError, EndpointUnavailable, OSError, ValueError) as err:
         # OSError: e.g. a model that is neither a folder nor reachable on the hub
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)

@@ -101,10 +101,7 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
         for start in range(done, len(samples), step):
             chunk = samples[start:start + step]
             items = critic_items(scorer.tokenizer, chunk, not no_use_ground_truth, score_tokens)
-            if hasattr(scorer, "score_many"):  # vLLM: one engine call for the whole chunk
-                scores = scorer.score_many(items)
-            else:
-                scores = [scorer.score_spans(rows, starts) for rows, starts in items]
+            scores = scorer.score_many(items)  # vLLM: one engine call for the whole chunk
             append_jsonl(output_path, [ranked(s, judge_results(c, s, use_sum))
                                        for s, c in zip(chunk, scores)])
             scored += sum(len(s.additional_outputs) for s in chunk)

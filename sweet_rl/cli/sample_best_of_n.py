@@ -34,7 +34,7 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
     """Sample ``best_of_n`` candidates per assistant turn and score them under the sampler.
 
     Example (the embedded tiny model on the CPU; offline.jsonl from simulate + evaluate, or
-    ``python -m sweet_rl.data.offline_demo`` + ``scripts/evaluate_code.py --k 3``):
+    ``python -m sweet_rl.cli.offline_demo`` + ``scripts/evaluate_code.py --k 3``):
         python scripts/sample_best_of_n.py outputs/offline.jsonl outputs/sampled.jsonl \\
             --agent_model tiny --best_of_n 4 --max_new_tokens 16
 

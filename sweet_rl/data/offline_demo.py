@@ -7,8 +7,9 @@ and then answers with the reference code (rollout 0), a wrong function (rollout 
 reference code without asking (rollout 2) — with prompts chat-formatted by the given model's
 tokenizer, so the file has exactly the layout of the original's offline data
 (``colbench_code_offline_15k_llama8b.jsonl``). Grade it with ``evaluate_code.py --k 3``.
+The command that writes the file is :mod:`sweet_rl.cli.offline_demo`:
 
-    python -m sweet_rl.data.offline_demo outputs/offline.jsonl --tokenizer outputs/tiny-llama
+    python -m sweet_rl.cli.offline_demo outputs/offline.jsonl --tokenizer outputs/tiny-llama
 
 With ``--task_type html`` the same three styles play the bundled sample frontend tasks through
 the real :class:`~sweet_rl.environments.DesignEnv` (pages rendered in headless Chromium): the
@@ -23,8 +24,9 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
-from sweet_rl.agents.base import Agent, AgentOutput
-from sweet_rl.simulators.base import Simulator, SimulatorReply
+from sweet_rl.agents.base import Agent
+from sweet_rl.simulators.base import Simulator
+from sweet_rl.types import AgentOutput, SimulatorReply
 
 ROLLOUTS = 3
 QUESTION = "Thinking about edge cases first. OUTPUT: What should the function do with unusual inputs?"
@@ -93,39 +95,3 @@ def build_offline_trajectories(tokenizer, tasks, rollouts: int = ROLLOUTS, task_
         [trajectory] = run_dialogues([env], agent, ScriptedHuman())
         trajectories.append(trajectory)
     return trajectories
-
-
-def main(output_path: str, tokenizer: Optional[str] = None, input_path: Optional[str] = None,
-         rollouts: int = ROLLOUTS, task_type: str = "code", screenshot_dir: Optional[str] = None):
-    """Write the scripted offline trajectories (unevaluated) to ``output_path``."""
-    arguments = dict(locals())
-    from sweet_rl.data.tasks import load_tasks
-    from sweet_rl.factory import resolve_model
-    from sweet_rl.hf_generation import load_tokenizer
-    from sweet_rl.io import write_jsonl, write_sidecar
-
-    tasks = load_tasks(input_path, task_type=task_type)
-    tokenizer_ = load_tokenizer(resolve_model(tokenizer))
-    pool = None
-    env_kwargs = {}
-    try:
-        if task_type == "html":
-            from sweet_rl.rendering.pool import open_renderer
-            from sweet_rl.rendering.screenshots import default_screenshot_dir
-
-            pool, arguments["browser_version"] = open_renderer()
-            env_kwargs = dict(renderer=pool, output_path=output_path,
-                              screenshot_dir=screenshot_dir or default_screenshot_dir(output_path))
-        trajectories = build_offline_trajectories(tokenizer_, tasks, rollouts, task_type, env_kwargs)
-    finally:
-        if pool is not None:
-            pool.close()
-    write_jsonl(output_path, trajectories)
-    write_sidecar(output_path, arguments, "offline_demo")
-    print(f"offline_demo: {len(trajectories)} scripted trajectories ({len(tasks)} tasks x {rollouts}) -> {output_path}")
-
-
-if __name__ == "__main__":
-    from sweet_rl.cli.common import run_cli
-
-    run_cli(main)

@@ -25,7 +25,7 @@ from sweet_rl.environments.protocol import (MAX_TURNS, NO_ANSWER, ParsedTurn, di
                                             parse_agent_output)
 from sweet_rl.prompts import fill_template
 from sweet_rl.records import Task, Trajectory, Turn
-from sweet_rl.simulators.base import Conversation, SimulatorReply
+from sweet_rl.types import ChatMessages, SimulatorReply
 
 logger = logging.getLogger(__name__)
 _WARNED: Set[str] = set()  # rejection messages already logged (once each, not once per turn)
@@ -53,6 +53,9 @@ class CollaborationEnv:
     """
 
     reply_chars: int = 400  # the simulated human's replies are cut to this many characters
+    # How many environments of a batch :mod:`sweet_rl.rollout` may record at once, from
+    # threads. One (in order, on the calling thread) unless a subclass does slow I/O per turn.
+    record_workers: int = 1
 
     def __init__(self, task: Task, agent_prompt: str, user_prompt: str,
                  max_steps: int = MAX_TURNS, reply_chars: Optional[int] = None,
@@ -81,8 +84,16 @@ class CollaborationEnv:
                 "hidden_information": self.task.hidden_information,
                 "dialogue_history": simulator_transcript(self.history)}
 
+    def prepare(self) -> None:
+        """Slow set-up before the first turn (the frontend renders its reference page).
+
+        :mod:`sweet_rl.rollout` calls it for every running environment of a batch, from
+        ``record_workers`` threads, so that set-up runs concurrently. It may end the dialogue
+        (``done``). Nothing to do here.
+        """
+
     # -- agent side ----------------------------------------------------------------------
-    def agent_messages(self) -> List[Dict[str, str]]:
+    def agent_messages(self) -> ChatMessages:
         """What the agent sees: its prompt as the system message, then the dialogue."""
         return ([{"role": "system", "content": self.agent_prompt}]
                 + [turn.chat_message() for turn in self.history])
@@ -108,7 +119,7 @@ class CollaborationEnv:
         raise NotImplementedError
 
     # -- simulator side ------------------------------------------------------------------
-    def simulator_messages(self) -> Conversation:
+    def simulator_messages(self) -> ChatMessages:
         """What the simulated human sees (backend layout; the frontend overrides it)."""
         text = fill_template(self.user_prompt, self.prompt_values())
         return [{"role": "system", "content": SIMULATOR_SYSTEM_MESSAGE},

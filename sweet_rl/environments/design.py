@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from sweet_rl.chat_images import image_part, text_part
 from sweet_rl.environments.base import CollaborationEnv, simulator_transcript
 from sweet_rl.environments.html_snippet import split_page
 from sweet_rl.rendering.page_shots import read_png, shoot
@@ -33,8 +34,7 @@ from sweet_rl.environments.protocol import MAX_TURNS, NO_ANSWER, ParsedTurn
 from sweet_rl.prompts import fill_template
 from sweet_rl.records import Task, Trajectory
 from sweet_rl.rendering.screenshots import to_stored
-from sweet_rl.simulators.base import Conversation
-from sweet_rl.simulators.images import image_part, text_part
+from sweet_rl.types import ChatMessages
 
 DESIGN_REPLY_CHARS = 1000
 
@@ -51,7 +51,7 @@ class DesignEnv(CollaborationEnv):
 
     ``screenshot_dir`` holds every PNG; ``output_path`` is the trajectory file the stored
     screenshot paths are relative to (absolute paths when None). ``max_image_side`` shrinks
-    images sent to the simulator (see :mod:`sweet_rl.simulators.images`).
+    images sent to the simulator (see :mod:`sweet_rl.chat_images`).
     ``page_placeholder`` replaces each page in the turn's content by ``[SEE RENDERED HTML]``.
     """
 
@@ -132,7 +132,7 @@ class DesignEnv(CollaborationEnv):
         return to_stored(path, self.output_path)
 
     # -- simulator side ------------------------------------------------------------------
-    def simulator_messages(self) -> Conversation:
+    def simulator_messages(self) -> ChatMessages:
         """One user message: the prompt, the agent's page of this turn (or a note that there
         is none), then the reference page, images as PNG data URLs."""
         if self.reference_path is None:

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import List, Sequence, Tuple
 
 from sweet_rl.records import RecordError, Trajectory
+from sweet_rl.types import GROUND_TRUTH_PREFIX  # noqa: F401  (also imported from here)
 
-GROUND_TRUTH_PREFIX = "In light that the final answer is: {ground_truth}."
 # Rewards are floats: 0.3 - 0.2 is 0.0999...98. A difference this close to the threshold counts
 # as reaching it, so a gap written as 0.1 behaves as 0.1 (far below any real CLIP difference).
 THRESHOLD_TOLERANCE = 1e-9

@@ -2,29 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import List
 
-# One chat conversation in OpenAI format: [{"role": "user", "content": "..."}, ...].
-# ``content`` may also be a list of parts ({"type": "text"|"image_url", ...}) for
-# vision-language simulators.
-Conversation = List[Dict[str, object]]
+from sweet_rl.openai_compat import EndpointUnavailable
+from sweet_rl.types import ChatMessages, SimulatorReply
 
+# The name this error had when only the simulator talked to a server. The HTTP agent shares
+# the client now, so the class itself is named after the endpoint; this alias keeps
+# ``except SimulatorUnavailable`` (and code that imports it from here) working unchanged.
+SimulatorUnavailable = EndpointUnavailable
 
-@dataclass
-class SimulatorReply:
-    """The simulated human's answer, or why there is none.
-
-    ``error`` is set when the server rejected the request (e.g. HTTP 400, context too long):
-    the dialogue then ends with that error recorded, instead of a made-up reply.
-    """
-
-    text: Optional[str]
-    error: Optional[str] = None
-
-
-class SimulatorUnavailable(RuntimeError):
-    """The simulator cannot be reached at all: the run must stop, naming the URL."""
+__all__ = ["Simulator", "SimulatorReply", "SimulatorUnavailable"]  # the last two re-exported
 
 
 class Simulator:
@@ -32,7 +20,7 @@ class Simulator:
 
     name: str = "simulator"
 
-    def reply_batch(self, conversations: List[Conversation]) -> List[SimulatorReply]:
+    def reply_batch(self, conversations: List[ChatMessages]) -> List[SimulatorReply]:
         raise NotImplementedError
 
     def close(self) -> None:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import io
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from sweet_rl.simulators.base import Conversation, Simulator, SimulatorReply
-from sweet_rl.simulators.images import decode_data_url
+from sweet_rl.chat_images import decode_data_url
+from sweet_rl.simulators.base import Simulator
+from sweet_rl.types import ChatMessages, SimulatorReply
 
 
-def split_images(conversation: Conversation) -> Tuple[List[Dict[str, object]], List[bytes]]:
+def split_images(conversation: ChatMessages) -> Tuple[List[Dict[str, object]], List[bytes]]:
     """Messages with each image part replaced by ``{"type": "image"}`` (the processor's
     placeholder) and the image bytes in order of appearance. Plain-string contents stay."""
     messages: List[Dict[str, object]] = []
@@ -85,7 +86,7 @@ class LocalVLMSimulator(Simulator):
                     f"> {self.max_length}")
         return None
 
-    def reply_batch(self, conversations: List[Conversation]) -> List[SimulatorReply]:
+    def reply_batch(self, conversations: List[ChatMessages]) -> List[SimulatorReply]:
         import torch
         from PIL import Image
 

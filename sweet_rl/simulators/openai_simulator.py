@@ -11,14 +11,15 @@ from __future__ import annotations
 from typing import List, Optional
 
 from sweet_rl.openai_compat import ChatClient, base_url_from
-from sweet_rl.simulators.base import Conversation, Simulator, SimulatorReply
+from sweet_rl.simulators.base import Simulator
+from sweet_rl.types import ChatMessages, SimulatorReply
 
 
 class OpenAISimulator(Simulator):
     """Replies from ``model`` served at ``base_url`` (e.g. ``http://localhost:8000/v1``).
 
     ``check=True`` probes the server at construction, so a run with a wrong host or port stops
-    within seconds with a :class:`SimulatorUnavailable` naming the URL, instead of after the
+    within seconds with a :class:`~sweet_rl.openai_compat.EndpointUnavailable` naming the URL, instead of after the
     agent's first (possibly long) generation. Rejected requests (HTTP 400, e.g. a dialogue that
     outgrew the simulator's context) give ``SimulatorReply(text=None, error=...)``.
 
@@ -47,7 +48,7 @@ class OpenAISimulator(Simulator):
     def base_url(self) -> str:
         return self.client.base_url
 
-    def reply_batch(self, conversations: List[Conversation]) -> List[SimulatorReply]:
+    def reply_batch(self, conversations: List[ChatMessages]) -> List[SimulatorReply]:
         results = self.client.complete_batch(conversations, temperature=0.0,
                                              max_tokens=self.max_tokens)
         return [SimulatorReply(text=r.text, error=r.error) for r in results]

@@ -52,12 +52,15 @@ def cache_tensors(cache) -> List[Tuple["object", "object"]]:
     """(keys, values) per layer, each (1, heads, P, head_dim), from a transformers cache.
 
     transformers >= 4.56 keeps them in ``cache.layers[i].keys/.values``; older versions in
-    ``key_cache``/``value_cache``; very old ones return tuples.
+    ``key_cache``/``value_cache``; very old ones return tuples. (Which one depends on the
+    installed transformers, not on anything of ours, so it is read off the object.)
     """
-    if hasattr(cache, "layers"):
-        return [(layer.keys, layer.values) for layer in cache.layers]
-    if hasattr(cache, "key_cache"):
-        return list(zip(cache.key_cache, cache.value_cache))
+    layers = getattr(cache, "layers", None)
+    if layers is not None:
+        return [(layer.keys, layer.values) for layer in layers]
+    keys = getattr(cache, "key_cache", None)
+    if keys is not None:
+        return list(zip(keys, cache.value_cache))
     return [(k, v) for k, v in cache]
 
 
@@ -97,7 +100,27 @@ def span_score(logps: Sequence[float], first: int, start: int) -> Score:
     return float(sum(picked)), len(picked)
 
 
-class ContinuationScorer:
+class SpanScorer:
+    """What the rank stage needs of a critic backend: its ``tokenizer`` and span scores.
+
+    ``score_spans(rows, starts)``: (sum, count) of ``log p(row[t] | row[:t])`` for ``t`` in
+    ``[max(start, 1), len(row))``, one per row. ``score_many`` does that for several turns;
+    it scores them one by one here, and a backend that gains from one big call (vLLM: a
+    single engine call for a whole chunk) overrides it.
+    """
+
+    tokenizer = None
+
+    def score_spans(self, rows: Sequence[Sequence[int]], starts: Sequence[int]) -> List[Score]:
+        raise NotImplementedError
+
+    def score_many(self, items: Sequence[Tuple[Sequence[Sequence[int]], Sequence[int]]]
+                   ) -> List[List[Score]]:
+        """Per turn (rows, first scored positions) -> one (sum, count) per row."""
+        return [self.score_spans(rows, starts) for rows, starts in items]
+
+
+class ContinuationScorer(SpanScorer):
     """Scores rows under one causal LM: ``score_spans(rows, starts)`` -> [(sum, count)].
 
     ``batch_size`` rows go through one forward pass (the cache is expanded to that many

@@ -17,8 +17,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from sweet_rl.evaluation.preferences import GROUND_TRUTH_PREFIX
 from sweet_rl.records import RecordError, Trajectory
+from sweet_rl.types import GROUND_TRUTH_PREFIX
 
 
 def with_ground_truth(text: str, ground_truth: str) -> str:

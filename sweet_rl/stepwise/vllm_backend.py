@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from sweet_rl.stepwise.scoring import Score
+from sweet_rl.stepwise.scoring import Score, SpanScorer
 
 
 def _logprob_value(entry: Any) -> float:
@@ -127,7 +127,7 @@ class VLLMSampler:
         return [request_candidates(r, self.stop_ids, self.include_stop) for r in results]
 
 
-class VLLMScorer:
+class VLLMScorer(SpanScorer):
     """Scores token rows through prompt log-probs; ``score_many`` batches several turns."""
 
     def __init__(self, model_path: str, seed: int = 0, **llm_kwargs):

@@ -122,7 +122,7 @@ def apply_original_flags(options: Options, stage: str) -> Options:
     ``WANDB_PROJECT`` is set. ``--wandb_run_name`` is the run's name. ``--eval_steps`` gets a
     notice: there is no evaluation split here.
     """
-    from sweet_rl.cli.common import notice_once
+    from sweet_rl.notices import notice_once
 
     if options.eval_steps is not None:
         notice_once("--eval_steps ignored: the held-out share of --dataset (--eval_holdout, the "

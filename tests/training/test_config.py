@@ -118,9 +118,9 @@ def test_original_logging_flags(monkeypatch, caplog):
     tests/fidelity/test_commands_readme.py)."""
     import importlib.util
 
-    from sweet_rl.cli import common
+    from sweet_rl import notices
 
-    monkeypatch.setattr(common, "_NOTICES_GIVEN", set())
+    monkeypatch.setattr(notices, "_NOTICES_GIVEN", set())
     options = PreferenceOptions(eval_steps=-1)
     with caplog.at_level("WARNING"):
         options = cfg.apply_original_flags(options, "train_dpo")
