@@ -37,6 +37,7 @@ from sweet_rl.environments.html_snippet import split_page  # noqa: E402
 from sweet_rl.environments.protocol import NO_ANSWER  # noqa: E402
 from sweet_rl.io import write_bytes  # noqa: E402
 from sweet_rl.records import RecordError, Trajectory  # noqa: E402
+from sweet_rl.rendering.pictures import ANSWER_KEY, REFERENCE_KEY  # noqa: E402
 from sweet_rl.rendering.screenshots import default_screenshot_dir, resolve, screenshot_path  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
     Shot, esc, figure, filter_buttons, folded, image_data_url, nav_item, page_document, step_links,
@@ -120,7 +121,7 @@ def final_page(traj: Trajectory):
     """(html, stored screenshot) of the dialogue's last page; old files may hold an image path
     in ``answer`` instead of HTML. (None, None) when the agent never showed a page."""
     answer = traj.answer.strip()
-    stored = traj.extra.get("answer_screenshot")
+    stored = traj.extra.get(ANSWER_KEY)
     if answer and "<" not in answer and answer.lower().endswith(_IMAGE_SUFFIXES):
         return None, stored or answer
     if not answer or answer == NO_ANSWER:
@@ -167,7 +168,7 @@ def _dialogue_html(index: int, total: int, traj: Trajectory, shots: Screenshots)
     html, stored = final_page(traj)
     final = (figure(shots.get(stored, html), "final page", "final") if state != NO_PAGE else
              figure(Shot(None, "the agent showed no page"), "final page", "final"))
-    reference = figure(shots.get(traj.extra.get("reference_screenshot"), traj.task.ground_truth,
+    reference = figure(shots.get(traj.extra.get(REFERENCE_KEY), traj.task.ground_truth,
                                   "reference"), "reference page", "reference")
     return (
         f'<section class="dialogue" id="dialogue-{index}" data-status="{state}">'
@@ -189,7 +190,7 @@ def _dialogue_html(index: int, total: int, traj: Trajectory, shots: Screenshots)
 def parse(data: Any) -> Trajectory:
     """A trajectory whose page keys, where present, are strings (or null)."""
     traj = Trajectory.from_dict(data)
-    for key in ("answer_screenshot", "reference_screenshot"):
+    for key in (ANSWER_KEY, REFERENCE_KEY):
         if traj.extra.get(key) is not None and not isinstance(traj.extra[key], str):
             raise RecordError(f"expected a path string, got {type(traj.extra[key]).__name__}",
                               field=key)
@@ -240,7 +241,7 @@ def pages_without_screenshot(trajectories: List[Trajectory], shots: Screenshots)
         html, stored = final_page(traj)
         if html and not shots.locate(stored, html, "page"):
             wanted.append(html)
-        if not shots.locate(traj.extra.get("reference_screenshot"), traj.task.ground_truth,
+        if not shots.locate(traj.extra.get(REFERENCE_KEY), traj.task.ground_truth,
                             "reference"):
             wanted.append(traj.task.ground_truth)
     return list(dict.fromkeys(wanted))

@@ -10,12 +10,11 @@ number format (raw fractions as Python prints floats), so scripts that parse the
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import List, Optional
 
-logger = logging.getLogger(__name__)
-RULES = ("benchmark", "strict")
+from sweet_rl.grading.grader import RULES  # the rule sets live with the grader that applies them
+
 RULES_KEY = "grader_rules"  # extra key recording which rules produced ``reward``
 VERDICTS_KEY = "grader_tests"  # one word per test: why it passed or not
 REFUSED_KEY = "grader_refused"  # result packets the answer forged (refused)
@@ -42,32 +41,32 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
         reevaluate: grade again even rows that already carry a reward from the same rules.
     """
     arguments = dict(locals())
+    from sweet_rl.cli.evaluate_common import evaluate, load_trajectories
+    from sweet_rl.evaluation.preferences import success_pairs
     from sweet_rl.grading.grader import Grader
-    from sweet_rl.evaluation.preferences import (best_of_k, check_rollout_layout, pair_texts,
-                                                 success_pairs)
-    from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar
-    from sweet_rl.records import RecordError, Trajectory
+    from sweet_rl.records import RecordError
 
     if grader not in RULES:
         raise ValueError(f"--grader must be one of {RULES}, got {grader!r}")
-    trajectories: List[Trajectory] = read_jsonl(saved_path, Trajectory.from_dict)
-    if not trajectories:
-        raise RecordError("no trajectories", path=saved_path)
-    for index, traj in enumerate(trajectories):
-        if traj.task.test_cases is None:
-            raise RecordError("missing (backend tasks need test cases)",
-                              field="task.test_cases", path=saved_path, line=index + 1)
-    check_rollout_layout(saved_path, trajectories, int(k))
+    k = int(k)
 
+    def validate(path, trajectories):
+        for index, traj in enumerate(trajectories):
+            if traj.task.test_cases is None:
+                raise RecordError("missing (backend tasks need test cases)",
+                                  field="task.test_cases", path=path, line=index + 1)
+
+    trajectories = load_trajectories(saved_path, k, validate)
     todo = [i for i, t in enumerate(trajectories)
             if reevaluate or t.reward is None or t.extra.get(RULES_KEY, "benchmark") != grader]
-    if todo:
+
+    def score(rows):
         items = [(trajectories[i].answer, trajectories[i].task.ground_truth,
-                  trajectories[i].task.test_cases) for i in todo]
+                  trajectories[i].task.test_cases) for i in rows]
         sandbox = Grader(grader, timeout=timeout, memory_mb=memory_mb, workers=workers or os.cpu_count() or 1)
         results = sandbox.grade(items, progress=True)
         arguments["sandbox_isolation"] = sandbox.isolation
-        for i, result in zip(todo, results):
+        for i, result in zip(rows, results):
             trajectories[i].reward = result.reward
             trajectories[i].extra[RULES_KEY] = grader
             # why each test passed or not (pass, fail, error:X, timeout, crash, blocked, ...)
@@ -75,28 +74,22 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
             trajectories[i].extra.pop(REFUSED_KEY, None)
             if result.refused:
                 trajectories[i].extra[REFUSED_KEY] = result.refused
-        write_jsonl(saved_path, trajectories)
-    else:
-        logger.info("every trajectory already has a reward from the %s rules", grader)
 
-    rewards = [t.reward for t in trajectories]
-    best = best_of_k(rewards, int(k))
-    correctness = 100.0 * sum(best) / len(best)
-    success = 100.0 * sum(r >= 1.0 for r in best) / len(best)
+    def report(outcome):
+        best = outcome.best
+        correctness = 100.0 * sum(best) / len(best)
+        success = 100.0 * sum(r >= 1.0 for r in best) / len(best)
+        pairs = len(outcome.pairs)
+        pair_note = f", {pairs} preference pairs" if outcome.pairs_written else ""
+        line = (f"evaluate_code: {len(outcome.rewards)} trajectories ({len(best)} tasks x {k}), "
+                f"best-of-{k} tests passed {correctness:.1f}%, success {success:.1f}%, "
+                f"graded {outcome.scored}, rules {grader}{pair_note}")
+        original = original_summary(outcome.rewards, best, k, pairs if outcome.pairs_written else None)
+        return {"correctness": correctness, "success": success, "pairs": pairs}, [line] + original
 
-    pairs = success_pairs(rewards, int(k))
-    for path, with_truth in ((preference_path, False), (ground_truth_preference_path, True)):
-        if path:
-            write_jsonl(path, (pair_texts(trajectories[c], trajectories[r], with_truth) for c, r in pairs))
-            write_sidecar(path, arguments, "evaluate_code")
-    write_sidecar(saved_path, arguments, "evaluate_code")
-    pair_note = f", {len(pairs)} preference pairs" if (preference_path or ground_truth_preference_path) else ""
-    print(f"evaluate_code: {len(trajectories)} trajectories ({len(best)} tasks x {k}), "
-          f"best-of-{k} tests passed {correctness:.1f}%, success {success:.1f}%, "
-          f"graded {len(todo)}, rules {grader}{pair_note}")
-    for line in original_summary(rewards, best, int(k), len(pairs) if pair_note else None):
-        print(line)
-    return {"correctness": correctness, "success": success, "pairs": len(pairs)}
+    return evaluate("evaluate_code", saved_path, trajectories, k, todo, score, success_pairs,
+                    arguments, preference_path, ground_truth_preference_path,
+                    f"every trajectory already has a reward from the {grader} rules", report)
 
 
 def original_summary(rewards: List[float], best: List[float], k: int,

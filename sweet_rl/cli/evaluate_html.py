@@ -17,14 +17,12 @@ nothing and an interrupted one redoes only what it had not written.
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import List, Optional
 
 from sweet_rl.environments.protocol import NO_ANSWER  # a dialogue without a page (both codes)
 from sweet_rl.rendering.pictures import ANSWER_KEY, REFERENCE_KEY
 
-logger = logging.getLogger(__name__)
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 SETTINGS_KEY = "clip_settings"  # extra key recording what produced ``reward``
 ERROR_KEY = "render_error"
@@ -33,11 +31,10 @@ ORIGINAL_SETTINGS = "ViT-B-32|openai|center"
 
 
 def _validate(path: str, trajectories, want_pairs: bool) -> None:
-    """Everything that can be wrong with the input is found before anything is written."""
+    """Everything that can be wrong with the rows is found before anything is written
+    (an empty file is refused by :func:`~sweet_rl.cli.evaluate_common.load_trajectories`)."""
     from sweet_rl.records import RecordError
 
-    if not trajectories:
-        raise RecordError("no trajectories", path=path)
     for line, traj in enumerate(trajectories, start=1):
         if traj.task.test_cases is not None:
             raise RecordError("present: this is a backend task (use scripts/evaluate_code.py)",
@@ -63,6 +60,7 @@ def _reference_best(path: str, ours, num_tasks: int, settings: str) -> List[floa
     """Best-of-k rewards of another evaluated run on the same tasks (any number of rollouts)."""
     from sweet_rl.evaluation.preferences import best_of_k
     from sweet_rl.io import read_jsonl
+    from sweet_rl.layout import task_of
     from sweet_rl.records import RecordError, Trajectory
 
     theirs = read_jsonl(path, Trajectory.from_dict)
@@ -70,9 +68,9 @@ def _reference_best(path: str, ours, num_tasks: int, settings: str) -> List[floa
         raise RecordError(f"has {len(theirs)} trajectories, not a multiple of the {num_tasks} tasks "
                           "of the run being evaluated", path=path)
     for row, traj in enumerate(theirs):
-        mine = ours[row % num_tasks].task.problem_description
-        if traj.task.problem_description != mine:
-            raise RecordError(f"differs from task {row % num_tasks + 1} of the run being evaluated "
+        task = task_of(row, num_tasks)  # their rollouts follow the same layout as ours
+        if traj.task.problem_description != ours[task].task.problem_description:
+            raise RecordError(f"differs from task {task + 1} of the run being evaluated "
                               "(runs must hold the same tasks in the same order)",
                               field="task.problem_description", path=path, line=row + 1)
         if traj.reward is None:
@@ -186,11 +184,10 @@ def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
     arguments = dict(locals())
     from sweet_rl.evaluation.clip_similarity import CROPS, NO_WEIGHTS, load_clip, settings_tag
     from sweet_rl.cli.common import notice_once
+    from sweet_rl.cli.evaluate_common import evaluate, load_trajectories
     from sweet_rl.rendering.pictures import drop_unreadable, reference_picture, render_pending
-    from sweet_rl.evaluation.preferences import (best_of_k, check_rollout_layout, pair_texts,
-                                                 threshold_pairs, win_rate)
-    from sweet_rl.io import read_jsonl, write_jsonl, write_sidecar
-    from sweet_rl.records import Trajectory
+    from sweet_rl.evaluation.preferences import threshold_pairs, win_rate
+    from sweet_rl.layout import task_count
     from sweet_rl.rendering.screenshots import default_screenshot_dir, to_stored
 
     k, threshold, batch_size = int(k), float(threshold), int(batch_size)
@@ -206,25 +203,29 @@ def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
         raise ValueError(f"--crop must be one of {CROPS}, got {crop!r}")
     if threshold < 0 or batch_size < 1:
         raise ValueError("--threshold must be >= 0 and --batch_size >= 1")
-    trajectories: List[Trajectory] = read_jsonl(saved_path, Trajectory.from_dict)
-    _validate(saved_path, trajectories, bool(preference_path or ground_truth_preference_path))
-    check_rollout_layout(saved_path, trajectories, k)
-    num_tasks = len(trajectories) // k
+    want_pairs = bool(preference_path or ground_truth_preference_path)
+    trajectories = load_trajectories(saved_path, k, lambda path, rows: _validate(path, rows, want_pairs))
     pretrained = None if str(clip_pretrained).lower() in NO_WEIGHTS else str(clip_pretrained)
     settings = settings_tag(clip_model, pretrained, crop, int(seed))
+    num_tasks = task_count(len(trajectories), k)
     theirs = _reference_best(reference_path, trajectories, num_tasks, settings) if reference_path else None
 
     todo = [i for i, t in enumerate(trajectories) if reevaluate or t.reward is None or _settings(t) != settings]
     render = {"rendered": 0, "failed": 0, "browsers": set()}
-    if todo:
+    # the sidecars name the browser that rendered these pages: this run's, else an earlier run's
+    arguments.update(clip_settings=settings, browser_version=_earlier_browser(saved_path))
+
+    def score(rows):
         directory = screenshot_dir or default_screenshot_dir(saved_path)
-        answers = [answer_picture(trajectories[i], saved_path, directory) for i in todo]
-        references = [reference_picture(trajectories[i], saved_path, directory) for i in todo]
+        answers = [answer_picture(trajectories[i], saved_path, directory) for i in rows]
+        references = [reference_picture(trajectories[i], saved_path, directory) for i in rows]
         scorer = load_clip(clip_model, pretrained, crop, device, int(seed))  # fails fast, before renders
-        render = render_pending(answers + references, browser, pool_size, assets_dir, page_load_timeout)
+        render.update(render_pending(answers + references, browser, pool_size, assets_dir, page_load_timeout))
+        if render["browsers"]:
+            arguments["browser_version"] = ", ".join(sorted(render["browsers"]))
         drop_unreadable(answers + references)
         rewards = _score(scorer, [p.path for p in answers], [p.path for p in references], batch_size)
-        for i, answer, reference, reward in zip(todo, answers, references, rewards):
+        for i, answer, reference, reward in zip(rows, answers, references, rewards):
             traj = trajectories[i]
             traj.reward = reward
             traj.extra[SETTINGS_KEY] = settings
@@ -236,39 +237,33 @@ def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
                 traj.extra[ERROR_KEY] = "; ".join(errors)
             else:
                 traj.extra.pop(ERROR_KEY, None)
-        write_jsonl(saved_path, trajectories)
-    else:
-        logger.info("every trajectory already has a reward from %s", settings)
 
-    rewards = [t.reward for t in trajectories]
-    best = best_of_k(rewards, k)
-    similarity = 100.0 * sum(best) / len(best)
-    browser_version = ", ".join(sorted(render["browsers"])) or _earlier_browser(saved_path)
-    metrics = {"similarity": similarity, "evaluated": len(todo), "rendered": render["rendered"],
-               "render_failed": render["failed"], "clip": settings, "browser": browser_version}
-    arguments.update(clip_settings=settings, browser_version=metrics["browser"])
+    def report(outcome):
+        best, rewards = outcome.best, outcome.rewards
+        similarity = 100.0 * sum(best) / len(best)
+        metrics = {"similarity": similarity, "evaluated": outcome.scored, "rendered": render["rendered"],
+                   "render_failed": render["failed"], "clip": settings,
+                   "browser": arguments["browser_version"]}
+        notes = ""
+        if outcome.pairs_written:
+            metrics["pairs"] = len(outcome.pairs)
+            notes += f", {len(outcome.pairs)} preference pairs (gap >= {threshold:g})"
+        if theirs is not None:
+            metrics["win_rate"] = 100.0 * win_rate(best, theirs)
+            notes += f", win rate {metrics['win_rate']:.1f}% vs {reference_path}"
+        lines = [f"evaluate_html: {len(rewards)} trajectories ({outcome.num_tasks} tasks x {k}), "
+                 f"best-of-{k} CLIP similarity {similarity:.1f}, scored {outcome.scored}, "
+                 f"rendered {render['rendered']} ({render['failed']} failed), clip {settings}, "
+                 f"browser {metrics['browser'] or 'not used'}{notes}"]
+        # The original's lines, for scripts that read them: mean over every row (its
+        # ``print(np.mean(similarities))``), the best-of-k mean as a fraction, the pair count.
+        metrics["mean_reward"] = sum(rewards) / len(rewards)
+        lines += [str(metrics["mean_reward"]), f"Best-of-{k} Average reward: {sum(best) / len(best)}"]
+        if outcome.pairs_written:
+            lines.append(f"Number of preference pairs: {len(outcome.pairs)}")
+        return metrics, lines
 
-    pairs = threshold_pairs(rewards, k, threshold)
-    for path, with_truth in ((preference_path, False), (ground_truth_preference_path, True)):
-        if path:
-            write_jsonl(path, (pair_texts(trajectories[c], trajectories[r], with_truth) for c, r in pairs))
-            write_sidecar(path, arguments, "evaluate_html")
-    notes = ""
-    if preference_path or ground_truth_preference_path:
-        metrics["pairs"] = len(pairs)
-        notes += f", {len(pairs)} preference pairs (gap >= {threshold:g})"
-    if theirs is not None:
-        metrics["win_rate"] = 100.0 * win_rate(best, theirs)
-        notes += f", win rate {metrics['win_rate']:.1f}% vs {reference_path}"
-    write_sidecar(saved_path, arguments, "evaluate_html")
-    print(f"evaluate_html: {len(trajectories)} trajectories ({num_tasks} tasks x {k}), "
-          f"best-of-{k} CLIP similarity {similarity:.1f}, scored {len(todo)}, rendered {render['rendered']} "
-          f"({render['failed']} failed), clip {settings}, browser {metrics['browser'] or 'not used'}{notes}")
-    # The original's lines, for scripts that read them: mean over every row (its
-    # ``print(np.mean(similarities))``), the best-of-k mean as a fraction, the pair count.
-    metrics["mean_reward"] = sum(rewards) / len(rewards)
-    print(metrics["mean_reward"])
-    print(f"Best-of-{k} Average reward: {sum(best) / len(best)}")
-    if preference_path or ground_truth_preference_path:
-        print(f"Number of preference pairs: {len(pairs)}")
-    return metrics
+    return evaluate("evaluate_html", saved_path, trajectories, k, todo, score,
+                    lambda rewards, k: threshold_pairs(rewards, k, threshold), arguments,
+                    preference_path, ground_truth_preference_path,
+                    f"every trajectory already has a reward from {settings}", report)

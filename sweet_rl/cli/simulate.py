@@ -1,7 +1,7 @@
 """Stage: simulate dialogues between an agent and a simulated human.
 
-Row order matches the original: with ``best_of_n`` = k rollouts, row ``i + j * num_tasks`` is
-rollout j of task i. Rows are appended batch by batch, each record in one atomic write, so a
+Row order matches the original (:mod:`sweet_rl.layout`): with ``best_of_n`` = k rollouts, the
+task list is written k times over. Rows are appended batch by batch, each record in one atomic write, so a
 killed run resumed with ``--to_continue`` skips exactly the rows already written and ends with
 every (task, rollout) exactly once.
 """
@@ -106,6 +106,7 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
     from sweet_rl.factory import build_agent, build_simulator, resolve_model
     from sweet_rl.data.tasks import load_tasks
     from sweet_rl.io import append_jsonl, count_complete_lines, write_sidecar
+    from sweet_rl.layout import lay_out
     from sweet_rl.prompts import load_prompt, template_fields
     from sweet_rl.rollout import run_dialogues
     from sweet_rl.rendering.screenshots import default_screenshot_dir
@@ -130,7 +131,7 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
                        "(as in the original), so these stay unfilled; the task description "
                        "reaches the agent as the first user message",
                        ", ".join("{%s}" % f for f in sorted(template_fields(agent_prompt))))
-    rows = [task for _ in range(int(best_of_n)) for task in tasks]
+    rows = lay_out(tasks, int(best_of_n))
 
     done = 0
     if os.path.exists(output_path):
@@ -196,6 +197,7 @@ def summarize(path: str) -> str:
     from sweet_rl.io import iter_jsonl
     from sweet_rl.environments.protocol import ANSWER_MARKER, NO_ANSWER
     from sweet_rl.records import Trajectory
+    from sweet_rl.rendering.pictures import REFERENCE_KEY
 
     count = turns = answered = errors = pages = with_page = 0
     for traj in iter_jsonl(path, Trajectory.from_dict):
@@ -204,7 +206,7 @@ def summarize(path: str) -> str:
         turns += len(agent_turns)
         answered += bool(agent_turns) and ANSWER_MARKER in agent_turns[-1].content
         errors += "error" in traj.extra or bool(traj.extra.get("simulator_errors"))
-        if "reference_screenshot" in traj.extra:  # frontend rows
+        if REFERENCE_KEY in traj.extra:  # frontend rows
             pages += 1
             with_page += traj.answer not in ("", NO_ANSWER)
     if count == 0:

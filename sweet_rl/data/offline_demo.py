@@ -80,18 +80,20 @@ class ScriptedHuman(Simulator):
 
 def build_offline_trajectories(tokenizer, tasks, rollouts: int = ROLLOUTS, task_type: str = "code",
                                env_kwargs: Optional[dict] = None):
-    """Trajectories in simulate's row order (row ``i + j * num_tasks`` is rollout j of task i)."""
+    """Trajectories in simulate's row order (:mod:`sweet_rl.layout`)."""
     from sweet_rl.environments import make_env
+    from sweet_rl.layout import lay_out, rollout_of
     from sweet_rl.prompts import load_prompt
     from sweet_rl.rollout import run_dialogues
 
     agent_prompt = load_prompt(None, "agent", task_type)
     user_prompt = load_prompt(None, "user", task_type)
-    rows = [(j, task) for j in range(rollouts) for task in tasks]
     trajectories = []
-    for j, task in rows:  # one dialogue at a time: each has its own scripted agent
+    # one dialogue at a time: each has its own scripted agent
+    for row, task in enumerate(lay_out(tasks, rollouts)):
         env = make_env(task_type, task, agent_prompt, user_prompt, **(env_kwargs or {}))
-        agent = ScriptedAgent(tokenizer, script(task_type, j % 3, task.ground_truth))
+        rollout = rollout_of(row, len(tasks))
+        agent = ScriptedAgent(tokenizer, script(task_type, rollout % 3, task.ground_truth))
         [trajectory] = run_dialogues([env], agent, ScriptedHuman())
         trajectories.append(trajectory)
     return trajectories

@@ -30,6 +30,7 @@ from sweet_rl.chat_images import image_part, text_part
 from sweet_rl.environments.base import CollaborationEnv, simulator_transcript
 from sweet_rl.environments.html_snippet import split_page
 from sweet_rl.rendering.page_shots import read_png, shoot
+from sweet_rl.rendering.pictures import ANSWER_KEY, REFERENCE_KEY
 from sweet_rl.environments.protocol import MAX_TURNS, NO_ANSWER, ParsedTurn
 from sweet_rl.prompts import fill_template
 from sweet_rl.records import Task, Trajectory
@@ -154,7 +155,7 @@ class DesignEnv(CollaborationEnv):
     def trajectory(self) -> Trajectory:
         traj = super().trajectory()
         answer_path = self.answer_path if self.answer_html is not None else None
-        traj.extra = {"answer_screenshot": self._stored(answer_path),
-                      "reference_screenshot": self._stored(self.reference_path),
+        traj.extra = {ANSWER_KEY: self._stored(answer_path),
+                      REFERENCE_KEY: self._stored(self.reference_path),
                       **traj.extra}
         return traj

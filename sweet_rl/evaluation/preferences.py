@@ -1,6 +1,6 @@
 """Trajectory-level preference pairs for the critic (pure logic, no files or models).
 
-Rows follow the simulate layout: row ``i + j * num_tasks`` is rollout j of task i.
+Rows follow the simulate layout (:mod:`sweet_rl.layout`).
 
 Backend rule (original): per task, if the best rollout succeeded (reward >= 1), pair the first
 best rollout (chosen) with every rollout whose reward is strictly lower (rejected).
@@ -14,35 +14,13 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
-from sweet_rl.records import RecordError, Trajectory
+from sweet_rl.layout import rollout_matrix, row_matrix
+from sweet_rl.records import Trajectory
 from sweet_rl.types import GROUND_TRUTH_PREFIX  # noqa: F401  (also imported from here)
 
 # Rewards are floats: 0.3 - 0.2 is 0.0999...98. A difference this close to the threshold counts
 # as reaching it, so a gap written as 0.1 behaves as 0.1 (far below any real CLIP difference).
 THRESHOLD_TOLERANCE = 1e-9
-
-
-def rollout_matrix(rewards: Sequence[float], k: int) -> List[List[float]]:
-    """``[task][rollout]`` view of a flat reward list laid out as ``i + j * num_tasks``."""
-    if k < 1 or len(rewards) % k:
-        raise ValueError(f"{len(rewards)} trajectories cannot be split into k={k} rollouts per task")
-    num_tasks = len(rewards) // k
-    return [[rewards[i + j * num_tasks] for j in range(k)] for i in range(num_tasks)]
-
-
-def check_rollout_layout(path: str, trajectories: Sequence[Trajectory], k: int) -> None:
-    """Row ``i + j * num_tasks`` must be the same task for every rollout j."""
-    if k < 1:
-        raise ValueError(f"--k must be at least 1, got {k}")
-    if len(trajectories) % k:
-        raise RecordError(f"has {len(trajectories)} trajectories, not a multiple of --k {k}", path=path)
-    num_tasks = len(trajectories) // k
-    for row in range(num_tasks, len(trajectories)):
-        first = trajectories[row % num_tasks].task.problem_description
-        if trajectories[row].task.problem_description != first:
-            raise RecordError(f"field 'task.problem_description' differs from row {row % num_tasks + 1}"
-                              f" (rows i + j*num_tasks must hold the same task; is --k {k} right?)",
-                              path=path, line=row + 1)
 
 
 def best_of_k(rewards: Sequence[float], k: int) -> List[float]:
@@ -51,16 +29,16 @@ def best_of_k(rewards: Sequence[float], k: int) -> List[float]:
 
 def success_pairs(rewards: Sequence[float], k: int, success: float = 1.0) -> List[Tuple[int, int]]:
     """(chosen_row, rejected_row) pairs: best successful rollout vs each strictly worse one."""
-    num_tasks = len(rewards) // k
     pairs = []
-    for task, row in enumerate(rollout_matrix(rewards, k)):
+    for rows in row_matrix(len(rewards), k):
+        row = [rewards[r] for r in rows]
         best = max(row)
         if best < success:
             continue
         best_j = row.index(best)
         for j, value in enumerate(row):
             if j != best_j and value < best:
-                pairs.append((task + best_j * num_tasks, task + j * num_tasks))
+                pairs.append((rows[best_j], rows[j]))
     return pairs
 
 
@@ -69,16 +47,16 @@ def threshold_pairs(rewards: Sequence[float], k: int, threshold: float = 0.1) ->
     at least ``threshold``; the higher reward is chosen. Equal rewards never pair."""
     if threshold < 0:
         raise ValueError(f"threshold must be >= 0, got {threshold}")
-    num_tasks = len(rewards) // k if k else 0
     pairs = []
-    for task, row in enumerate(rollout_matrix(rewards, k)):
+    for rows in row_matrix(len(rewards), k):
+        row = [rewards[r] for r in rows]
         for j in range(k):
             for j2 in range(j + 1, k):
                 gap = abs(row[j] - row[j2])
                 if gap == 0 or gap < threshold - THRESHOLD_TOLERANCE:
                     continue
                 high, low = (j, j2) if row[j] > row[j2] else (j2, j)
-                pairs.append((task + high * num_tasks, task + low * num_tasks))
+                pairs.append((rows[high], rows[low]))
     return pairs
 
 

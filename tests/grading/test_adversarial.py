@@ -25,7 +25,7 @@ import tempfile
 import pytest
 
 from sweet_rl.grading.sandbox import sandbox_confine as confine
-from sweet_rl.grading.grader import Grader
+from sweet_rl.grading.grader import RULES, Grader
 from sweet_rl.grading.sandbox.client import SandboxError, SandboxWorker
 from sweet_rl.grading.sandbox.sandbox_cleanup import scratch_reachable
 from tests.grading.hostile_helpers import (FIXTURE, PROJECT, SECRET, grade_batch, load_rows,
@@ -33,7 +33,6 @@ from tests.grading.hostile_helpers import (FIXTURE, PROJECT, SECRET, grade_batch
 
 HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_helpers.py")
 NOBODY = 65534  # the unprivileged uid (and gid) the second half runs as
-RULES = ("benchmark", "strict")
 REQUIRED = ("fork_bomb", "memory_bomb", "infinite_loop", "reads_input", "print_flood", "files",
             "socket", "environment", "kill_parent", "sys_exit", "segfault",
             "monkeypatch_builtins", "eq_spoof", "alarm_disabled", "swallows_timeout",
