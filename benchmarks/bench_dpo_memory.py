@@ -70,7 +70,9 @@ def weights_bytes(model_dir: str) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--hidden_size", type=int, default=1024)
     parser.add_argument("--num_layers", type=int, default=12)
     parser.add_argument("--child", choices=["precomputed", "in_memory"], help=argparse.SUPPRESS)

@@ -79,8 +79,12 @@ def main() -> None:
     parser.add_argument("--candidate_tokens", type=int, default=64)
     parser.add_argument("--candidates", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=0,
-                        help="torch CPU threads (0: torch's default); 1 is steadier on a busy machine")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="torch CPU threads (0: torch's default); 1 is steadier on a busy machine",
+    )
     parser.add_argument("--score_tokens", default="original",
                         choices=["original", "turn", "candidate"])
     parser.add_argument("--child", choices=["cached", "full"])
@@ -112,9 +116,11 @@ def main() -> None:
           f"(~{cached['mean_scored_tokens']:.0f} tokens scored each); "
           f"{cached['turns']} turns timed per variant; {cached['threads']} CPU threads")
     for name, r in (("full prompt per candidate", full), ("shared prompt cache", cached)):
-        print(f"{name:>26}: {r['seconds']:.3f}s per turn (median; {r['total_seconds']:.2f}s in all), "
-              f"{r['candidates_per_second']:.1f} candidates/s, "
-              f"peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB")
+        print(
+            f"{name:>26}: {r['seconds']:.3f}s per turn (median; {r['total_seconds']:.2f}s in all), "
+            f"{r['candidates_per_second']:.1f} candidates/s, "
+            f"peak RSS {r['peak_rss_bytes'] / 2**20:.0f} MiB"
+        )
     diff = max(abs(a - b) for a, b in zip(full["first_scores"], cached["first_scores"]))
     print(f"speed-up: {full['seconds'] / cached['seconds']:.2f}x (target >= 3x); "
           f"max score difference {diff:.2e}")

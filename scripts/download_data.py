@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Copy a ColBench file from the hub (hf://OWNER/DATASET/FILE) or a path to a working copy.
 
-    python scripts/download_data.py hf://facebook/collaborative_agent_bench/backend_tasks/test.jsonl data/backend_test.jsonl
+python scripts/download_data.py \
+        hf://facebook/collaborative_agent_bench/backend_tasks/test.jsonl data/backend_test.jsonl
 """
 
 import os

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Grade backend trajectories in a sandbox; write rewards and optional preference pairs.
 
-    python scripts/evaluate_code.py outputs/demo.jsonl --k 2 --ground_truth_preference_path outputs/pairs.jsonl
+    python scripts/evaluate_code.py outputs/demo.jsonl --k 2 \
+        --ground_truth_preference_path outputs/pairs.jsonl
 
 See ``sweet_rl/cli/evaluate_code.py`` (or ``--help``) for every flag.
 """

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Score frontend trajectories by CLIP similarity; write rewards, optional pairs and win rate.
 
-    python scripts/evaluate_html.py outputs/html.jsonl --k 2 --ground_truth_preference_path outputs/pairs.jsonl
+    python scripts/evaluate_html.py outputs/html.jsonl --k 2 \
+        --ground_truth_preference_path outputs/pairs.jsonl
 
 See ``sweet_rl/cli/evaluate_html.py`` (or ``--help``) for every flag.
 """

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Keep the frontend tasks whose reference page renders (offline headless browsers).
 
-    python scripts/filter_websites.py data/frontend_tasks/test.jsonl data/frontend_tasks/test_filtered.jsonl \
+    python scripts/filter_websites.py data/frontend_tasks/test.jsonl \
+        data/frontend_tasks/test_filtered.jsonl \
         --screenshot_dir data/frontend_tasks/reference_screenshots
 
 See ``sweet_rl/cli/filter_websites.py`` (or ``--help``) for every flag.

@@ -2,7 +2,8 @@
 """Per-turn DPO pairs, chosen from the top half and rejected from the bottom half by
 judge_result, or SFT records of each turn's best candidate (SWEET-RL step 5).
 
-    python scripts/generate_random_pairs_from_ranks.py outputs/ranked.jsonl outputs/agent_pairs.jsonl \
+    python scripts/generate_random_pairs_from_ranks.py outputs/ranked.jsonl \
+        outputs/agent_pairs.jsonl \
         --no_prompt --num_pairs 4 --tokenizer outputs/tiny-llama
 
 See ``sweet_rl/cli/generate_random_pairs.py`` (or ``--help``) for every flag.

@@ -2,7 +2,8 @@
 """Build the frontend train/test task files from WebSight v0.2 (streamed with ``datasets``).
 
     python scripts/prepare_frontend_tasks.py data/frontend_tasks
-    python scripts/prepare_frontend_tasks.py out --data_files websight.parquet --train_end 10 --test_start 10 --test_end 20
+    python scripts/prepare_frontend_tasks.py out --data_files websight.parquet \
+        --train_end 10 --test_start 10 --test_end 20
 
 See ``sweet_rl/cli/prepare_frontend_tasks.py`` (or ``--help``) for every flag.
 """

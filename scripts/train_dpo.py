@@ -1,8 +1,10 @@
 #!/usr/bin/env python
 """Preference training (critic, agent DPO, multi-turn DPO baseline).
 
-    python scripts/train_dpo.py --config configs/critic_backend.json --pretrain MODEL --dataset FILE.jsonl --save_path OUT
-    deepspeed --num_gpus 8 scripts/train_dpo.py --config configs/critic_backend.json --pretrain MODEL --dataset FILE.jsonl --save_path OUT
+    python scripts/train_dpo.py --config configs/critic_backend.json \
+        --pretrain MODEL --dataset FILE.jsonl --save_path OUT
+    deepspeed --num_gpus 8 scripts/train_dpo.py --config configs/critic_backend.json \
+        --pretrain MODEL --dataset FILE.jsonl --save_path OUT
 
 See ``sweet_rl/cli/train_dpo.py`` (or ``--help``) for every flag.
 """

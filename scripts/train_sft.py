@@ -1,8 +1,10 @@
 #!/usr/bin/env python
 """Supervised fine-tuning on successful trajectories (rejection fine-tuning).
 
-    python scripts/train_sft.py --config configs/rft_backend.json --pretrain MODEL --dataset FILE.jsonl --save_path OUT
-    deepspeed --num_gpus 8 scripts/train_sft.py --config configs/rft_backend.json --pretrain MODEL --dataset FILE.jsonl --save_path OUT
+    python scripts/train_sft.py --config configs/rft_backend.json \
+        --pretrain MODEL --dataset FILE.jsonl --save_path OUT
+    deepspeed --num_gpus 8 scripts/train_sft.py --config configs/rft_backend.json \
+        --pretrain MODEL --dataset FILE.jsonl --save_path OUT
 
 See ``sweet_rl/cli/train_sft.py`` (or ``--help``) for every flag.
 """

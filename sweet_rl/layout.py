@@ -65,11 +65,16 @@ def check_rollout_layout(path: str, trajectories: Sequence, k: int) -> None:
     if k < 1:
         raise ValueError(f"--k must be at least 1, got {k}")
     if len(trajectories) % k:
-        raise RecordError(f"has {len(trajectories)} trajectories, not a multiple of --k {k}", path=path)
+        raise RecordError(
+            f"has {len(trajectories)} trajectories, not a multiple of --k {k}", path=path
+        )
     num_tasks = len(trajectories) // k
     for row in range(num_tasks, len(trajectories)):
         first = task_of(row, num_tasks)
-        if trajectories[row].task.problem_description != trajectories[first].task.problem_description:
+        if (
+            trajectories[row].task.problem_description
+            != trajectories[first].task.problem_description
+        ):
             raise RecordError(f"field 'task.problem_description' differs from row {first + 1}"
                               f" (rows i + j*num_tasks must hold the same task; is --k {k} right?)",
                               path=path, line=row + 1)

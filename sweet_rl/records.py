@@ -41,7 +41,9 @@ def _require(data: Dict[str, Any], key: str, types, prefix: str = "") -> Any:
         raise RecordError("missing", field=name)
     value = data[key]
     if types is not None and not isinstance(value, types):
-        expected = types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
+        expected = (
+            types.__name__ if isinstance(types, type) else "/".join(t.__name__ for t in types)
+        )
         raise RecordError(f"expected {expected}, got {type(value).__name__}", field=name)
     return value
 
@@ -100,12 +102,16 @@ class Task(Record):
     @classmethod
     def from_dict(cls, data: Any, prefix: str = "") -> "Task":
         if not isinstance(data, dict):
-            raise RecordError(f"expected an object, got {type(data).__name__}", field=prefix.rstrip(".") or None)
+            raise RecordError(
+                f"expected an object, got {type(data).__name__}", field=prefix.rstrip(".") or None
+            )
         tests = _optional(data, "test_cases", dict, prefix)
         if tests is not None:
             for name, expr in tests.items():
                 if not isinstance(expr, str):
-                    raise RecordError("test expression must be a string", field=f"{prefix}test_cases.{name}")
+                    raise RecordError(
+                        "test expression must be a string", field=f"{prefix}test_cases.{name}"
+                    )
         return cls(
             problem_description=_require(data, "problem_description", str, prefix),
             ground_truth=_require(data, "ground_truth", str, prefix),
@@ -121,7 +127,7 @@ class Task(Record):
 
 @dataclass
 class Turn(Record):
-    """One dialogue entry. Assistant turns also carry the prompt the agent saw and its raw output."""
+    """One dialogue entry; assistant turns also carry the agent's prompt and raw output."""
 
     role: str
     content: str
@@ -134,7 +140,9 @@ class Turn(Record):
     @classmethod
     def from_dict(cls, data: Any, prefix: str = "") -> "Turn":
         if not isinstance(data, dict):
-            raise RecordError(f"expected an object, got {type(data).__name__}", field=prefix.rstrip(".") or None)
+            raise RecordError(
+                f"expected an object, got {type(data).__name__}", field=prefix.rstrip(".") or None
+            )
         return cls(
             role=_require(data, "role", str, prefix),
             content=_require(data, "content", str, prefix),
@@ -254,14 +262,24 @@ class StepSample(Record):
             ground_truth=_require(data, "ground_truth", str, prefix),
             messages=_require(data, "messages", list, prefix),
             additional_outputs=_require(data, "additional_outputs", list, prefix),
-            additional_reference_logprobs=_require(data, "additional_reference_logprobs", list, prefix),
-            additional_reference_logprobs_sum=_require(data, "additional_reference_logprobs_sum", list, prefix),
+            additional_reference_logprobs=_require(
+                data, "additional_reference_logprobs", list, prefix
+            ),
+            additional_reference_logprobs_sum=_require(
+                data, "additional_reference_logprobs_sum", list, prefix
+            ),
             judge_result=_optional(data, "judge_result", list, prefix),
             extra=cls._extra(data),
         )
         n = len(sample.additional_outputs)
-        for key in ("additional_reference_logprobs", "additional_reference_logprobs_sum", "judge_result"):
+        for key in (
+            "additional_reference_logprobs",
+            "additional_reference_logprobs_sum",
+            "judge_result",
+        ):
             value = getattr(sample, key)
             if value is not None and len(value) != n:
-                raise RecordError(f"has {len(value)} entries but additional_outputs has {n}", field=prefix + key)
+                raise RecordError(
+                    f"has {len(value)} entries but additional_outputs has {n}", field=prefix + key
+                )
         return sample

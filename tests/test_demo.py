@@ -35,12 +35,21 @@ def test_demo_script_runs_every_stage(tmp_path):
     [offline] = seen("evaluate_code: 18 trajectories (6 tasks x 3)")
     assert "success 100.0%" in offline and "6 preference pairs" in offline
     assert len(seen("train_dpo: stage=train_dpo")) == 2  # the critic, then the agent
-    assert seen("sample_best_of_n: ") and seen("rank_best_of_n: ") and seen("generate_random_pairs: ")
+    assert (
+        seen("sample_best_of_n: ") and seen("rank_best_of_n: ") and seen("generate_random_pairs: ")
+    )
     assert seen("simulate: 6 dialogues")
     assert seen("evaluate_code: 6 trajectories (6 tasks x 1)")
     sweet = tmp_path / "demo" / "sweet"
-    for name in ("critic_pairs.jsonl", "sampled.jsonl", "ranked.jsonl", "agent_pairs.jsonl",
-                 "evaluation.jsonl", "checkpoints/critic/config.json", "checkpoints/agent/config.json"):
+    for name in (
+        "critic_pairs.jsonl",
+        "sampled.jsonl",
+        "ranked.jsonl",
+        "agent_pairs.jsonl",
+        "evaluation.jsonl",
+        "checkpoints/critic/config.json",
+        "checkpoints/agent/config.json",
+    ):
         assert (sweet / name).exists(), name
     # The tiny model was built into the (redirected) user cache, not downloaded.
     assert (tmp_path / "cache" / "sweet_rl" / "tiny-llama-seed0" / "config.json").exists()
@@ -67,7 +76,9 @@ def test_frontend_demo_runs_every_stage(tmp_path, render_assets):
     # rollouts 0 and 2 show the reference page itself: exactly 1.0 whatever the CLIP weights
     assert "best-of-3 CLIP similarity 100.0" in offline and "6 preference pairs" in offline
     assert len(seen("train_dpo: stage=train_dpo")) == 2  # the critic, then the agent
-    assert seen("sample_best_of_n: ") and seen("rank_best_of_n: ") and seen("generate_random_pairs: ")
+    assert (
+        seen("sample_best_of_n: ") and seen("rank_best_of_n: ") and seen("generate_random_pairs: ")
+    )
     assert seen("simulate: 3 dialogues") and seen("evaluate_html: 3 trajectories (3 tasks x 1)")
     html = tmp_path / "demo" / "frontend"
     for name in ("trajectories.jsonl", "dialogues.html", "trajectories_screenshots",

@@ -87,8 +87,12 @@ def test_the_bottom_layer_imports_only_itself(bottom):
 def test_no_probing_for_our_own_interfaces():
     """Declared interfaces (CollaborationEnv.prepare/record_workers, SpanScorer.score_many,
     records.Record) instead of ``hasattr`` checks."""
-    probes = [f"{p.relative_to(PACKAGE.parent)}:{node.lineno}" for p in sorted(PACKAGE.rglob("*.py"))
-              for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
-              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-              and node.func.id == "hasattr"]
+    probes = [
+        f"{p.relative_to(PACKAGE.parent)}:{node.lineno}"
+        for p in sorted(PACKAGE.rglob("*.py"))
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "hasattr"
+    ]
     assert probes == []

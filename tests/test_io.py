@@ -18,7 +18,9 @@ def test_malformed_json_names_file_and_line(tmp_path):
 
 def test_missing_field_names_file_line_and_field(tmp_path):
     path = tmp_path / "tasks.jsonl"
-    path.write_text('\n{"problem_description": "a", "ground_truth": "b"}\n{"problem_description": "a"}\n')
+    path.write_text(
+        '\n{"problem_description": "a", "ground_truth": "b"}\n{"problem_description": "a"}\n'
+    )
     with pytest.raises(RecordError) as err:
         read_jsonl(str(path), Task.from_dict)
     assert (err.value.line, err.value.field) == (3, "ground_truth")

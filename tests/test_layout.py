@@ -64,8 +64,10 @@ def test_check_rollout_layout_names_the_first_misplaced_row():
     # grouped by task (a, a, b, b) instead of by rollout: line 3 (rollout 1 of task 1) holds "b"
     with pytest.raises(RecordError) as err:
         check_rollout_layout("f.jsonl", _rows("a", "a", "b", "b"), 2)
-    assert str(err.value) == ("f.jsonl, line 3: field 'task.problem_description' differs from "
-                              "row 1 (rows i + j*num_tasks must hold the same task; is --k 2 right?)")
+    assert str(err.value) == (
+        "f.jsonl, line 3: field 'task.problem_description' differs from "
+        "row 1 (rows i + j*num_tasks must hold the same task; is --k 2 right?)"
+    )
     with pytest.raises(RecordError, match="line 6: .* differs from row 3 .*--k 2"):
         check_rollout_layout("f.jsonl", _rows("a", "b", "c", "a", "b", "x"), 2)
 

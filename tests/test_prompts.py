@@ -10,12 +10,18 @@ def test_bundled_prompts_keep_the_protocol_strings():
     assert "I WANT TO ANSWER:" in single and "cannot ask" in single
     assert template_fields(single) == set()
     user = load_prompt(None, "user")
-    assert template_fields(user) == {"problem_description", "hidden_information", "dialogue_history"}
+    assert template_fields(user) == {
+        "problem_description",
+        "hidden_information",
+        "dialogue_history",
+    }
     assert "two sentences" in user and "don't know" in user
 
 
 def test_fill_leaves_other_braces_alone():
-    text = fill_template("code {x: 1} for {problem_description}; {unknown}", {"problem_description": "P"})
+    text = fill_template(
+        "code {x: 1} for {problem_description}; {unknown}", {"problem_description": "P"}
+    )
     assert text == "code {x: 1} for P; {unknown}"
 
 

@@ -64,13 +64,17 @@ def test_step_sample_lengths_must_agree():
 
 
 def test_preference_pair_prompt_is_optional():
-    assert PreferencePair.from_dict({"chosen": "a", "rejected": "b"}).to_dict() == {"chosen": "a", "rejected": "b"}
+    assert PreferencePair.from_dict({"chosen": "a", "rejected": "b"}).to_dict() == {
+        "chosen": "a",
+        "rejected": "b",
+    }
     pair = PreferencePair.from_dict({"prompt": "p", "chosen": "a", "rejected": "b", "score": 2})
     assert pair.to_dict() == {"chosen": "a", "rejected": "b", "prompt": "p", "score": 2}
 
 
 def test_preference_pairs_accept_input_output_objects():
-    # the original's frontend critic pairs: {"input": ..., "output": ...} sides, text = input + output
+    # the original's frontend critic pairs: {"input": ..., "output": ...} sides,
+    # text = input + output
     pair = PreferencePair.from_dict({"chosen": {"input": "In light.P", "output": "good"},
                                      "rejected": {"input": "In light.P", "output": "bad"}})
     assert (pair.chosen, pair.rejected, pair.prompt) == ("In light.Pgood", "In light.Pbad", None)

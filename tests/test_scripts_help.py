@@ -17,8 +17,14 @@ def test_help(script):
              "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
              "except SystemExit:\n    pass\n"
              "assert 'torch' not in sys.modules, 'torch imported for --help'\n")
-    result = subprocess.run([sys.executable, "-c", probe, str(script)], capture_output=True,
-                            text=True, timeout=60, cwd=REPO_ROOT, env={"PAGER": "cat", "PATH": "/usr/bin:/bin"})
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO_ROOT,
+        env={"PAGER": "cat", "PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == 0, result.stderr
     shown = result.stdout + result.stderr  # fire prints help on stderr when not on a terminal
     assert "NAME" in shown and ("FLAGS" in shown or "POSITIONAL ARGUMENTS" in shown)

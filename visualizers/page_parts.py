@@ -14,7 +14,8 @@ from typing import Any, Iterable, NamedTuple, Optional, Tuple
 
 BASE_CSS = """
 *{box-sizing:border-box}[hidden]{display:none!important}
-body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;background:#f3f4f6}
+body{margin:0;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
+color:#1f2328;background:#f3f4f6}
 header{padding:14px 22px;background:#24292f;color:#fff}
 header h1{margin:0 0 6px;font-size:20px}
 .summary span{margin-right:16px}.summary b{font-size:15px}
@@ -30,11 +31,13 @@ nav li a:hover{background:#eaeef2}
 .dot{display:inline-block;width:9px;height:9px;border-radius:50%;margin-right:6px}
 .dot.success{background:#1a7f37}.dot.failed{background:#cf222e}.dot.unevaluated{background:#8c959f}
 main{flex:1;min-width:0;padding:16px 22px}
-section.dialogue{background:#fff;border:1px solid #d0d7de;border-radius:8px;margin:0 0 20px;padding:14px 18px}
+section.dialogue{background:#fff;border:1px solid #d0d7de;border-radius:8px;margin:0 0 20px;
+padding:14px 18px}
 section.dialogue:target{outline:3px solid #54aeff}
 .head{display:flex;align-items:center;gap:10px;flex-wrap:wrap}.head h2{margin:0;font-size:17px}
 .badge{padding:2px 10px;border-radius:12px;font-size:12px;font-weight:600;color:#fff}
-.badge.success{background:#1a7f37}.badge.failed{background:#cf222e}.badge.unevaluated{background:#6e7781}
+.badge.success{background:#1a7f37}.badge.failed{background:#cf222e}
+.badge.unevaluated{background:#6e7781}
 .reward{font-weight:600}.steps{margin-left:auto}.steps a,.steps span{margin-left:10px}
 .steps span{color:#8c959f}
 h3{font-size:13px;text-transform:uppercase;letter-spacing:.04em;color:#57606a;margin:16px 0 6px}
@@ -45,8 +48,9 @@ h3{font-size:13px;text-transform:uppercase;letter-spacing:.04em;color:#57606a;ma
 .turn.assistant{background:#f6f8fa;border:1px solid #d0d7de;margin-left:auto}
 .turn.other{background:#fff8c5;border:1px solid #eac54f}
 details{margin-top:6px}summary{cursor:pointer;color:#0969da;font-size:12px}
-pre{margin:0;padding:10px;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;overflow-x:auto;
-font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;white-space:pre-wrap;word-wrap:break-word}
+pre{margin:0;padding:10px;background:#f6f8fa;border:1px solid #d0d7de;border-radius:6px;
+overflow-x:auto;font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;
+white-space:pre-wrap;word-wrap:break-word}
 .error{color:#cf222e;font-weight:600}.empty{color:#57606a}
 """
 

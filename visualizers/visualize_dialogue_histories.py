@@ -53,18 +53,21 @@ def _turn_html(turn) -> str:
 def _dialogue_html(index: int, total: int, traj: Trajectory, error: Any) -> str:
     status = _status(traj.reward)
     reward_text = "not evaluated" if traj.reward is None else f"{traj.reward:.3f}"
-    turns = "".join(_turn_html(t) for t in traj.dialogue_history) or '<p class="empty">(no turns)</p>'
+    turns = (
+        "".join(_turn_html(t) for t in traj.dialogue_history) or '<p class="empty">(no turns)</p>'
+    )
     error_html = f'<p class="error">error: {_esc(error)}</p>' if error is not None else ""
     return (
         f'<section class="dialogue" id="dialogue-{index}" data-status="{status}">'
         f'<div class="head"><h2>Dialogue #{index}</h2>'
         f'<span class="badge {status}">{_BADGE[status]}</span>'
         f'<span class="reward">reward: {reward_text}</span>'
-        f'{step_links(index, total)}</div>{error_html}'
+        f"{step_links(index, total)}</div>{error_html}"
         f'<h3>Problem description</h3><div class="text">{_esc(traj.task.problem_description)}</div>'
-        f'<h3>Dialogue ({len(traj.dialogue_history)} turns)</h3>{turns}'
+        f"<h3>Dialogue ({len(traj.dialogue_history)} turns)</h3>{turns}"
         f'<h3>Final answer</h3><pre class="answer">{_esc(traj.answer) or "(no answer)"}</pre>'
-        f'<h3>Hidden reference (ground truth)</h3><pre class="reference">{_esc(traj.task.ground_truth)}</pre>'
+        "<h3>Hidden reference (ground truth)</h3>"
+        f'<pre class="reference">{_esc(traj.task.ground_truth)}</pre>'
         "</section>"
     )
 

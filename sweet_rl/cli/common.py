@@ -160,7 +160,9 @@ def run_cli(main, argv: Optional[Sequence[str]] = None) -> None:
     except CommandLineError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     try:
         # each stage prints its own metrics line; fire would also print the returned value
         fire.Fire(main, command=command, serialize=lambda result: None)

@@ -63,7 +63,9 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
     def score(rows):
         items = [(trajectories[i].answer, trajectories[i].task.ground_truth,
                   trajectories[i].task.test_cases) for i in rows]
-        sandbox = Grader(grader, timeout=timeout, memory_mb=memory_mb, workers=workers or os.cpu_count() or 1)
+        sandbox = Grader(
+            grader, timeout=timeout, memory_mb=memory_mb, workers=workers or os.cpu_count() or 1
+        )
         results = sandbox.grade(items, progress=True)
         arguments["sandbox_isolation"] = sandbox.isolation
         for i, result in zip(rows, results):
@@ -84,7 +86,9 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
         line = (f"evaluate_code: {len(outcome.rewards)} trajectories ({len(best)} tasks x {k}), "
                 f"best-of-{k} tests passed {correctness:.1f}%, success {success:.1f}%, "
                 f"graded {outcome.scored}, rules {grader}{pair_note}")
-        original = original_summary(outcome.rewards, best, k, pairs if outcome.pairs_written else None)
+        original = original_summary(
+            outcome.rewards, best, k, pairs if outcome.pairs_written else None
+        )
         return {"correctness": correctness, "success": success, "pairs": pairs}, [line] + original
 
     return evaluate("evaluate_code", saved_path, trajectories, k, todo, score, success_pairs,
@@ -97,14 +101,19 @@ def original_summary(rewards: List[float], best: List[float], k: int,
     """The published evaluation's summary lines: over all rows, then over best-of-k, then the
     number of pairs when pairs were written. Its best-of-k mean is numpy's, whose pairwise
     summation can differ from a plain sum in the last digit."""
-    total = 0  # the original's sum(): left to right from the int 0 (Python >= 3.12's sum() compensates)
+    total = (
+        0  # the original's sum(): left to right from the int 0 (Python >= 3.12's sum() compensates)
+    )
     for reward in rewards:
         total += reward
-    lines = [f"Average correctness: {total / len(rewards)}",
-             f"Number of trajectories: {len(rewards)}",
-             f"Percentage of correct trajectories: {sum(1 for r in rewards if r == 1) / len(rewards)}",
-             f"Best-of-{k} Average correctness: {numpy_mean(best)}",
-             f"Best-of-{k} percentage of correct trajectories: {sum(1 for r in best if r == 1) / len(best)}"]
+    lines = [
+        f"Average correctness: {total / len(rewards)}",
+        f"Number of trajectories: {len(rewards)}",
+        f"Percentage of correct trajectories: {sum(1 for r in rewards if r == 1) / len(rewards)}",
+        f"Best-of-{k} Average correctness: {numpy_mean(best)}",
+        f"Best-of-{k} percentage of correct trajectories: "
+        f"{sum(1 for r in best if r == 1) / len(best)}",
+    ]
     if pairs is not None:
         lines.append(f"Number of preference pairs: {pairs}")
     return lines

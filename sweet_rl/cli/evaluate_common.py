@@ -20,8 +20,9 @@ logger = logging.getLogger(__name__)
 PairRule = Callable[[Sequence[float], int], List[Tuple[int, int]]]
 
 
-def load_trajectories(saved_path: str, k: int,
-                      validate: Optional[Callable[[str, List[Trajectory]], None]] = None) -> List[Trajectory]:
+def load_trajectories(
+    saved_path: str, k: int, validate: Optional[Callable[[str, List[Trajectory]], None]] = None
+) -> List[Trajectory]:
     """The file's trajectories, checked: not empty, the command's own row checks, the layout."""
     from sweet_rl.io import read_jsonl
     from sweet_rl.layout import check_rollout_layout
@@ -77,7 +78,9 @@ def evaluate(stage: str, saved_path: str, trajectories: List[Trajectory], k: int
     pairs = pair_rule(rewards, k)
     for path, with_truth in ((preference_path, False), (ground_truth_preference_path, True)):
         if path:
-            write_jsonl(path, (pair_texts(trajectories[c], trajectories[r], with_truth) for c, r in pairs))
+            write_jsonl(
+                path, (pair_texts(trajectories[c], trajectories[r], with_truth) for c, r in pairs)
+            )
             write_sidecar(path, arguments, stage)
     write_sidecar(saved_path, arguments, stage)
     outcome = Outcome(trajectories, k, len(todo), rewards, best, pairs,

@@ -65,8 +65,11 @@ def _reference_best(path: str, ours, num_tasks: int, settings: str) -> List[floa
 
     theirs = read_jsonl(path, Trajectory.from_dict)
     if not theirs or len(theirs) % num_tasks:
-        raise RecordError(f"has {len(theirs)} trajectories, not a multiple of the {num_tasks} tasks "
-                          "of the run being evaluated", path=path)
+        raise RecordError(
+            f"has {len(theirs)} trajectories, not a multiple of the {num_tasks} tasks "
+            "of the run being evaluated",
+            path=path,
+        )
     for row, traj in enumerate(theirs):
         task = task_of(row, num_tasks)  # their rollouts follow the same layout as ours
         if traj.task.problem_description != ours[task].task.problem_description:
@@ -74,11 +77,17 @@ def _reference_best(path: str, ours, num_tasks: int, settings: str) -> List[floa
                               "(runs must hold the same tasks in the same order)",
                               field="task.problem_description", path=path, line=row + 1)
         if traj.reward is None:
-            raise RecordError("missing (evaluate that run first)", field="reward", path=path, line=row + 1)
+            raise RecordError(
+                "missing (evaluate that run first)", field="reward", path=path, line=row + 1
+            )
         if _settings(traj) != settings:
-            raise RecordError(f"{_settings(traj)!r}, but this run scores with {settings!r}: similarities "
-                              "from different CLIP settings cannot be compared",
-                              field=SETTINGS_KEY, path=path, line=row + 1)
+            raise RecordError(
+                f"{_settings(traj)!r}, but this run scores with {settings!r}: similarities "
+                "from different CLIP settings cannot be compared",
+                field=SETTINGS_KEY,
+                path=path,
+                line=row + 1,
+            )
     return best_of_k([t.reward for t in theirs], len(theirs) // num_tasks)
 
 
@@ -112,7 +121,9 @@ def answer_picture(traj, saved_path: str, directory: str):
     return Picture(error=f"answer screenshot {stored} not found")
 
 
-def _score(scorer, answers: List[Optional[str]], references: List[Optional[str]], batch_size: int) -> List[float]:
+def _score(
+    scorer, answers: List[Optional[str]], references: List[Optional[str]], batch_size: int
+) -> List[float]:
     """Cosine similarity of each answer picture with its reference (None = black).
 
     Each distinct picture (by content) is embedded once: a reference serves k rollouts, and a
@@ -130,7 +141,10 @@ def _score(scorer, answers: List[Optional[str]], references: List[Optional[str]]
     mine = embeddings[[position[keys[p]] for p in answers]]  # [N, D]
     truth = embeddings[[position[keys[p]] for p in references]]  # [N, D]
     scores = cosine(mine, truth).tolist()  # [N]
-    return [1.0 if keys[a] == keys[r] else float(score) for a, r, score in zip(answers, references, scores)]
+    return [
+        1.0 if keys[a] == keys[r] else float(score)
+        for a, r, score in zip(answers, references, scores)
+    ]
 
 
 def _earlier_browser(saved_path: str) -> Optional[str]:
@@ -144,14 +158,28 @@ def _earlier_browser(saved_path: str) -> Optional[str]:
         return None
 
 
-def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
-         preference_path: Optional[str] = None,
-         ground_truth_preference_path: Optional[str] = None, reference_path: Optional[str] = None,
-         clip_model: str = "ViT-B-32", clip_pretrained: str = "openai", crop: str = "center",
-         batch_size: int = 32, pool_size: Optional[int] = None, browser: str = "chromium",
-         screenshot_dir: Optional[str] = None, device: Optional[str] = None, reevaluate: bool = False,
-         threshold: float = 0.1, seed: int = 0, assets_dir: Optional[str] = None,
-         page_load_timeout: float = 20.0, train: Optional[bool] = None):
+def main(
+    saved_path: str,
+    k: int = 1,
+    temp_path: Optional[str] = None,
+    preference_path: Optional[str] = None,
+    ground_truth_preference_path: Optional[str] = None,
+    reference_path: Optional[str] = None,
+    clip_model: str = "ViT-B-32",
+    clip_pretrained: str = "openai",
+    crop: str = "center",
+    batch_size: int = 32,
+    pool_size: Optional[int] = None,
+    browser: str = "chromium",
+    screenshot_dir: Optional[str] = None,
+    device: Optional[str] = None,
+    reevaluate: bool = False,
+    threshold: float = 0.1,
+    seed: int = 0,
+    assets_dir: Optional[str] = None,
+    page_load_timeout: float = 20.0,
+    train: Optional[bool] = None,
+):
     """Score a frontend trajectory file in place and print the metrics line.
 
     Example:
@@ -171,7 +199,8 @@ def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
             file, or ``none`` for random weights drawn with ``seed``).
         crop: ``center`` (the original's: middle square of the page) or ``squash`` (whole page).
         batch_size: pictures per CLIP forward pass. pool_size: browsers rendering at once.
-        browser: ``chromium`` or ``firefox``. screenshot_dir: default ``<saved_path stem>_screenshots``.
+        browser: ``chromium`` or ``firefox``.
+        screenshot_dir: default ``<saved_path stem>_screenshots``.
         device: torch device (default cuda when available). threshold: minimum reward gap of a pair.
         reevaluate: score again even rows that already carry a reward from the same settings.
         assets_dir: the Tailwind asset cache (default $SWEET_RL_ASSETS or ~/.cache/sweet_rl/assets).
@@ -195,7 +224,9 @@ def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
         notice_once("--train has no effect on evaluation (it had none in the original code)")
     if temp_path is not None:
         if screenshot_dir is None:
-            notice_once(f"--temp_path (the original's screenshot folder): rendered pages go to {temp_path}")
+            notice_once(
+                f"--temp_path (the original's screenshot folder): rendered pages go to {temp_path}"
+            )
             screenshot_dir = str(temp_path)
         else:
             notice_once("--temp_path ignored: --screenshot_dir names the screenshot folder")
@@ -204,13 +235,23 @@ def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
     if threshold < 0 or batch_size < 1:
         raise ValueError("--threshold must be >= 0 and --batch_size >= 1")
     want_pairs = bool(preference_path or ground_truth_preference_path)
-    trajectories = load_trajectories(saved_path, k, lambda path, rows: _validate(path, rows, want_pairs))
+    trajectories = load_trajectories(
+        saved_path, k, lambda path, rows: _validate(path, rows, want_pairs)
+    )
     pretrained = None if str(clip_pretrained).lower() in NO_WEIGHTS else str(clip_pretrained)
     settings = settings_tag(clip_model, pretrained, crop, int(seed))
     num_tasks = task_count(len(trajectories), k)
-    theirs = _reference_best(reference_path, trajectories, num_tasks, settings) if reference_path else None
+    theirs = (
+        _reference_best(reference_path, trajectories, num_tasks, settings)
+        if reference_path
+        else None
+    )
 
-    todo = [i for i, t in enumerate(trajectories) if reevaluate or t.reward is None or _settings(t) != settings]
+    todo = [
+        i
+        for i, t in enumerate(trajectories)
+        if reevaluate or t.reward is None or _settings(t) != settings
+    ]
     render = {"rendered": 0, "failed": 0, "browsers": set()}
     # the sidecars name the browser that rendered these pages: this run's, else an earlier run's
     arguments.update(clip_settings=settings, browser_version=_earlier_browser(saved_path))
@@ -219,12 +260,18 @@ def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
         directory = screenshot_dir or default_screenshot_dir(saved_path)
         answers = [answer_picture(trajectories[i], saved_path, directory) for i in rows]
         references = [reference_picture(trajectories[i], saved_path, directory) for i in rows]
-        scorer = load_clip(clip_model, pretrained, crop, device, int(seed))  # fails fast, before renders
-        render.update(render_pending(answers + references, browser, pool_size, assets_dir, page_load_timeout))
+        scorer = load_clip(
+            clip_model, pretrained, crop, device, int(seed)
+        )  # fails fast, before renders
+        render.update(
+            render_pending(answers + references, browser, pool_size, assets_dir, page_load_timeout)
+        )
         if render["browsers"]:
             arguments["browser_version"] = ", ".join(sorted(render["browsers"]))
         drop_unreadable(answers + references)
-        rewards = _score(scorer, [p.path for p in answers], [p.path for p in references], batch_size)
+        rewards = _score(
+            scorer, [p.path for p in answers], [p.path for p in references], batch_size
+        )
         for i, answer, reference, reward in zip(rows, answers, references, rewards):
             traj = trajectories[i]
             traj.reward = reward
@@ -232,7 +279,11 @@ def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
             for key, picture in ((ANSWER_KEY, answer), (REFERENCE_KEY, reference)):
                 if picture.new:
                     traj.extra[key] = to_stored(picture.path, saved_path)
-            errors = [f"{name}: {p.error}" for name, p in (("answer", answer), ("reference", reference)) if p.error]
+            errors = [
+                f"{name}: {p.error}"
+                for name, p in (("answer", answer), ("reference", reference))
+                if p.error
+            ]
             if errors:
                 traj.extra[ERROR_KEY] = "; ".join(errors)
             else:
@@ -241,9 +292,14 @@ def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
     def report(outcome):
         best, rewards = outcome.best, outcome.rewards
         similarity = 100.0 * sum(best) / len(best)
-        metrics = {"similarity": similarity, "evaluated": outcome.scored, "rendered": render["rendered"],
-                   "render_failed": render["failed"], "clip": settings,
-                   "browser": arguments["browser_version"]}
+        metrics = {
+            "similarity": similarity,
+            "evaluated": outcome.scored,
+            "rendered": render["rendered"],
+            "render_failed": render["failed"],
+            "clip": settings,
+            "browser": arguments["browser_version"],
+        }
         notes = ""
         if outcome.pairs_written:
             metrics["pairs"] = len(outcome.pairs)
@@ -258,7 +314,10 @@ def main(saved_path: str, k: int = 1, temp_path: Optional[str] = None,
         # The original's lines, for scripts that read them: mean over every row (its
         # ``print(np.mean(similarities))``), the best-of-k mean as a fraction, the pair count.
         metrics["mean_reward"] = sum(rewards) / len(rewards)
-        lines += [str(metrics["mean_reward"]), f"Best-of-{k} Average reward: {sum(best) / len(best)}"]
+        lines += [
+            str(metrics["mean_reward"]),
+            f"Best-of-{k} Average reward: {sum(best) / len(best)}",
+        ]
         if outcome.pairs_written:
             lines.append(f"Number of preference pairs: {len(outcome.pairs)}")
         return metrics, lines

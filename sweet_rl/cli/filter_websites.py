@@ -122,10 +122,16 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
     input_path = merge_alias(input_path, saved_path, "input_path", "saved_path")
     output_path = merge_alias(output_path, filtered_path, "output_path", "filtered_path")
     if input_path is None or output_path is None:
-        missing = "input_path (or --saved_path)" if input_path is None else "output_path (or --filtered_path)"
+        missing = (
+            "input_path (or --saved_path)"
+            if input_path is None
+            else "output_path (or --filtered_path)"
+        )
         raise ValueError(f"--{missing} is required: filter_websites.py INPUT.jsonl OUTPUT.jsonl")
     if temp_path is not None:
-        notice_once("--temp_path not used: pages render in memory (see --screenshot_dir to keep them)")
+        notice_once(
+            "--temp_path not used: pages render in memory (see --screenshot_dir to keep them)"
+        )
     if train is not None:
         notice_once("--train has no effect on filtering (it had none in the original code)")
     # the sidecar records the merged paths under our names

@@ -36,13 +36,18 @@ def main(output_path: str, tokenizer: Optional[str] = None, input_path: Optional
             pool, arguments["browser_version"] = open_renderer()
             env_kwargs = dict(renderer=pool, output_path=output_path,
                               screenshot_dir=screenshot_dir or default_screenshot_dir(output_path))
-        trajectories = build_offline_trajectories(tokenizer_, tasks, rollouts, task_type, env_kwargs)
+        trajectories = build_offline_trajectories(
+            tokenizer_, tasks, rollouts, task_type, env_kwargs
+        )
     finally:
         if pool is not None:
             pool.close()
     write_jsonl(output_path, trajectories)
     write_sidecar(output_path, arguments, "offline_demo")
-    print(f"offline_demo: {len(trajectories)} scripted trajectories ({len(tasks)} tasks x {rollouts}) -> {output_path}")
+    print(
+        f"offline_demo: {len(trajectories)} scripted trajectories "
+        f"({len(tasks)} tasks x {rollouts}) -> {output_path}"
+    )
 
 
 if __name__ == "__main__":

@@ -29,9 +29,13 @@ from sweet_rl.simulators.base import Simulator
 from sweet_rl.types import AgentOutput, SimulatorReply
 
 ROLLOUTS = 3
-QUESTION = "Thinking about edge cases first. OUTPUT: What should the function do with unusual inputs?"
+QUESTION = (
+    "Thinking about edge cases first. OUTPUT: What should the function do with unusual inputs?"
+)
 HUMAN_REPLY = "Just follow the rules I described; I don't know more than that."
-DESIGN_QUESTION = "Let me start from a rough sketch. OUTPUT: Is this close to the layout you have in mind?"
+DESIGN_QUESTION = (
+    "Let me start from a rough sketch. OUTPUT: Is this close to the layout you have in mind?"
+)
 DRAFT_PAGE = ('<html><body style="background:#1f2937;color:#fff;font:32px sans-serif;padding:40px">'
               "<h1>Draft</h1><p>A first sketch.</p></body></html>")
 ANSWER_INTRO = "I have enough to write it. OUTPUT: I WANT TO ANSWER:"

@@ -33,7 +33,9 @@ NO_WEIGHTS = ("none", "")  # --clip_pretrained values meaning "random weights"
 Source = Union[None, str, Any]
 
 
-def resize_plan(width: int, height: int, size: int, crop: str) -> Tuple[Tuple[int, int], Tuple[int, int, int, int]]:
+def resize_plan(
+    width: int, height: int, size: int, crop: str
+) -> Tuple[Tuple[int, int], Tuple[int, int, int, int]]:
     """Where a ``width`` x ``height`` picture is resized to and which box of it is kept.
 
     Returns ``((new_width, new_height), (left, top, right, bottom))``. ``center`` scales the
@@ -138,7 +140,9 @@ class ClipScorer:
             return torch.zeros(0, dim)
         return torch.cat(chunks)  # [N, D]
 
-    def similarity(self, first: Sequence[Source], second: Sequence[Source], batch_size: int = 32) -> List[float]:
+    def similarity(
+        self, first: Sequence[Source], second: Sequence[Source], batch_size: int = 32
+    ) -> List[float]:
         """Cosine similarity of ``first[i]`` with ``second[i]`` for every i."""
         if len(first) != len(second):
             raise ValueError(f"{len(first)} pictures against {len(second)}")
@@ -162,13 +166,20 @@ def tag_wants_quick_gelu(model_name: str, weights: Optional[str]) -> bool:
     tag_cfg = open_clip.get_pretrained_cfg(model_name, weights)
     if not tag_cfg:
         tags = open_clip.list_pretrained_tags_by_model(model_name)
-        raise ValueError(f"--clip_pretrained {weights!r} is neither a file nor a tag of {model_name} "
-                         f"(tags: {', '.join(tags) or 'none'}; or 'none' for random weights)")
+        raise ValueError(
+            f"--clip_pretrained {weights!r} is neither a file nor a tag of {model_name} "
+            f"(tags: {', '.join(tags) or 'none'}; or 'none' for random weights)"
+        )
     return bool(tag_cfg.get("quick_gelu", False))
 
 
-def load_clip(model_name: str = "ViT-B-32", pretrained: Optional[str] = "openai", crop: str = "center",
-              device: Optional[str] = None, seed: int = 0) -> ClipScorer:
+def load_clip(
+    model_name: str = "ViT-B-32",
+    pretrained: Optional[str] = "openai",
+    crop: str = "center",
+    device: Optional[str] = None,
+    seed: int = 0,
+) -> ClipScorer:
     """Build an open_clip model for scoring.
 
     ``pretrained`` is an open_clip tag (``openai``: downloaded from the hub on first use), a
@@ -185,7 +196,9 @@ def load_clip(model_name: str = "ViT-B-32", pretrained: Optional[str] = "openai"
     if model_name not in open_clip.list_models():
         raise ValueError(f"--clip_model {model_name!r} is not an open_clip model "
                          f"(see open_clip.list_models(), e.g. ViT-B-32)")
-    weights = None if pretrained is None or str(pretrained).lower() in NO_WEIGHTS else str(pretrained)
+    weights = (
+        None if pretrained is None or str(pretrained).lower() in NO_WEIGHTS else str(pretrained)
+    )
     quick_gelu = tag_wants_quick_gelu(model_name, weights)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     # Random initialisation draws from the global generator: fork it so the caller's stream is
@@ -199,16 +212,33 @@ def load_clip(model_name: str = "ViT-B-32", pretrained: Optional[str] = "openai"
             if weights is None or os.path.isfile(weights) or "download" not in str(err).lower():
                 raise
             # No hub access (an offline machine): say what to do instead of a traceback.
-            raise ValueError(f"cannot fetch the {weights!r} weights of {model_name}: {err}. Offline, pass "
-                             "a local checkpoint file with --clip_pretrained PATH") from None
+            raise ValueError(
+                f"cannot fetch the {weights!r} weights of {model_name}: {err}. Offline, pass "
+                "a local checkpoint file with --clip_pretrained PATH"
+            ) from None
     model.eval()
     cfg = model.visual.preprocess_cfg
     size = cfg["size"]
     if isinstance(size, (tuple, list)):
         if size[0] != size[1]:
-            raise ValueError(f"{model_name} takes {size[0]} x {size[1]} inputs; only square inputs are supported")
+            raise ValueError(
+                f"{model_name} takes {size[0]} x {size[1]} inputs; only square inputs are supported"
+            )
         size = size[0]
-    logger.info("CLIP %s (%s) on %s, input %d, crop %s", model_name, weights or f"random, seed {seed}",
-                device, size, crop)
-    return ClipScorer(model=model, size=int(size), mean=tuple(cfg["mean"]), std=tuple(cfg["std"]), crop=crop,
-                      device=device, settings=settings_tag(model_name, weights, crop, seed))
+    logger.info(
+        "CLIP %s (%s) on %s, input %d, crop %s",
+        model_name,
+        weights or f"random, seed {seed}",
+        device,
+        size,
+        crop,
+    )
+    return ClipScorer(
+        model=model,
+        size=int(size),
+        mean=tuple(cfg["mean"]),
+        std=tuple(cfg["std"]),
+        crop=crop,
+        device=device,
+        settings=settings_tag(model_name, weights, crop, seed),
+    )

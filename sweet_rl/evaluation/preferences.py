@@ -42,7 +42,9 @@ def success_pairs(rewards: Sequence[float], k: int, success: float = 1.0) -> Lis
     return pairs
 
 
-def threshold_pairs(rewards: Sequence[float], k: int, threshold: float = 0.1) -> List[Tuple[int, int]]:
+def threshold_pairs(
+    rewards: Sequence[float], k: int, threshold: float = 0.1
+) -> List[Tuple[int, int]]:
     """(chosen_row, rejected_row) for every two rollouts j < j2 of a task whose rewards differ by
     at least ``threshold``; the higher reward is chosen. Equal rewards never pair."""
     if threshold < 0:
@@ -87,4 +89,7 @@ def pair_texts(chosen: Trajectory, rejected: Trajectory, with_ground_truth: bool
     prefix = ""
     if with_ground_truth:
         prefix = GROUND_TRUTH_PREFIX.format(ground_truth=chosen.task.ground_truth)
-    return {"chosen": prefix + last_agent_text(chosen), "rejected": prefix + last_agent_text(rejected)}
+    return {
+        "chosen": prefix + last_agent_text(chosen),
+        "rejected": prefix + last_agent_text(rejected),
+    }

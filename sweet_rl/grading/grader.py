@@ -111,7 +111,9 @@ class Grader:
         self.rules, self.timeout, self.memory_mb, self.workers = rules, timeout, memory_mb, workers
         # references are trusted to be correct, not to be fast: give them more room
         self.reference_timeout = reference_timeout or max(10.0, 10 * timeout)
-        self.scratch_root = scratch_root  # where workers make their scratch folders (default: TMPDIR)
+        self.scratch_root = (
+            scratch_root  # where workers make their scratch folders (default: TMPDIR)
+        )
         self.isolation: Dict[str, object] = {}
         self._reference_cache: Dict[tuple, List[List[str]]] = {}
 
@@ -128,15 +130,19 @@ class Grader:
 
         def work(slot: int) -> None:
             try:
-                with SandboxWorker(2 * slot, self.scratch_root, self.memory_mb) as reference_worker, \
-                        SandboxWorker(2 * slot + 1, self.scratch_root, self.memory_mb) as answer_worker:
+                with (
+                    SandboxWorker(2 * slot, self.scratch_root, self.memory_mb) as reference_worker,
+                    SandboxWorker(2 * slot + 1, self.scratch_root, self.memory_mb) as answer_worker,
+                ):
                     self._note_isolation(answer_worker.isolation)
                     while True:
                         try:
                             index = todo.get_nowait()
                         except queue.Empty:
                             return
-                        results[index] = self._grade_one(items[index], reference_worker, answer_worker)
+                        results[index] = self._grade_one(
+                            items[index], reference_worker, answer_worker
+                        )
                         with lock:
                             bar.update(1)
             except BaseException as error:  # surfaced below, after every thread stopped
@@ -155,9 +161,15 @@ class Grader:
 
     def _note_isolation(self, isolation: Dict[str, object]) -> None:
         if not self.isolation:
-            missing = [name for name, on in (("a private network", isolation.get("private_network")),
-                                             ("Landlock", isolation.get("landlock_abi")),
-                                             ("seccomp", isolation.get("seccomp"))) if not on]
+            missing = [
+                name
+                for name, on in (
+                    ("a private network", isolation.get("private_network")),
+                    ("Landlock", isolation.get("landlock_abi")),
+                    ("seccomp", isolation.get("seccomp")),
+                )
+                if not on
+            ]
             if missing:
                 logger.warning("the sandbox runs without %s on this machine: model-written code "
                                "is less isolated than it should be", ", ".join(missing))
@@ -173,7 +185,9 @@ class Grader:
         blocked = is_blocked(answer) if self.rules == "benchmark" else None
         code = extract_code(answer)
         if blocked:
-            return GradeResult(0.0, 0, len(tests), blocked_word=blocked, tests=["blocked"] * len(tests))
+            return GradeResult(
+                0.0, 0, len(tests), blocked_word=blocked, tests=["blocked"] * len(tests)
+            )
         # the reference first, then the answer: both workers share one CPU (see
         # sandbox_confine.pin_to_one_cpu), and an answer must never lose time to its reference
         key = (reference_code, tuple(tests))

@@ -236,7 +236,11 @@ def png_size(data: bytes) -> Tuple[int, int]:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Fill the offline asset cache for page rendering.")
-    parser.add_argument("--cache-dir", default=None, help="cache directory (default: $SWEET_RL_ASSETS or ~/.cache/sweet_rl/assets)")
+    parser.add_argument(
+        "--cache-dir",
+        default=None,
+        help="cache directory (default: $SWEET_RL_ASSETS or ~/.cache/sweet_rl/assets)",
+    )
     args = parser.parse_args(argv)
     try:
         path = fetch_tailwind(args.cache_dir)

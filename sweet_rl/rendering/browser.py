@@ -110,7 +110,9 @@ class BrowserSession:
         binary = find_binary("SWEET_RL_CHROMIUM", _CHROMIUM_CANDIDATES, "chromium")
         driver_bin = find_binary("SWEET_RL_CHROMEDRIVER", _CHROMEDRIVER_CANDIDATES, "chromedriver")
         if driver_bin is None:
-            raise RuntimeError("chromedriver not found (install chromium-driver or set SWEET_RL_CHROMEDRIVER)")
+            raise RuntimeError(
+                "chromedriver not found (install chromium-driver or set SWEET_RL_CHROMEDRIVER)"
+            )
         opts = webdriver.ChromeOptions()
         if binary:
             opts.binary_location = binary
@@ -150,7 +152,12 @@ class BrowserSession:
         cdp("Page.addScriptToEvaluateOnNewDocument", {"source": _NO_DIALOGS_JS})
         cdp(
             "Emulation.setDeviceMetricsOverride",
-            {"width": VIEWPORT_WIDTH, "height": VIEWPORT_HEIGHT, "deviceScaleFactor": 1, "mobile": False},
+            {
+                "width": VIEWPORT_WIDTH,
+                "height": VIEWPORT_HEIGHT,
+                "deviceScaleFactor": 1,
+                "mobile": False,
+            },
         )
         cdp("Network.enable", {})
         local = f"http://127.0.0.1:{self.server.port}/*"
@@ -256,7 +263,8 @@ class BrowserSession:
                                 time.monotonic() - start, self.id)
         except Exception as exc:  # any failure is a result, never a raise
             self.broken = True  # a page that failed may have left the tab unusable
-            msg = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            msg = f"{type(exc).__name__}: {first_line}"
             if self.killed:
                 msg = f"watchdog killed the browser after {self._deadline:.0f}s ({msg})"
             return RenderResult(False, None, 0, 0, self.browser_name, msg, 0,

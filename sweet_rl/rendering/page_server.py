@@ -90,7 +90,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store" if ctype.startswith("text/html") else "max-age=3600")
+        self.send_header(
+            "Cache-Control", "no-store" if ctype.startswith("text/html") else "max-age=3600"
+        )
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -163,7 +165,9 @@ class PageServer:
         self._httpd.owner = self
         self.port = self._httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="page-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="page-server", daemon=True
+        )
         self._thread.start()
 
     # -- content ----------------------------------------------------------

@@ -1,11 +1,11 @@
 """Render a page once and keep its screenshot in a content-named file.
 
-The file name is the hash of the HTML (:func:`sweet_rl.rendering.screenshots.screenshot_path`), so the
-folder itself is the cache: the reference page shared by the k rollouts of a task, a page two
-agents both wrote, and every page of a resumed run are rendered once. A lock per file keeps
-two threads from rendering the same page at the same time, and a page that failed to render
-is remembered (per file, for this process) so that k rollouts of a task whose reference hangs
-do not each wait out the browser's timeout.
+The file name is the hash of the HTML (:func:`sweet_rl.rendering.screenshots.screenshot_path`),
+so the folder itself is the cache: the reference page shared by the k rollouts of a task, a page
+two agents both wrote, and every page of a resumed run are rendered once. A lock per file keeps
+two threads from rendering the same page at the same time, and a page that failed to render is
+remembered (per file, for this process) so that k rollouts of a task whose reference hangs do
+not each wait out the browser's timeout.
 
 Model-written HTML only ever goes to the renderer (a sandboxed browser pool); this module
 handles the PNG bytes the renderer returns.

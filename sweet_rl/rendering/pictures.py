@@ -103,8 +103,13 @@ def drop_unreadable(pictures: List[Picture]) -> None:
             picture.path, picture.new = None, False
 
 
-def render_pending(pictures: List[Picture], browser: str = "chromium", pool_size: Optional[int] = None,
-                   assets_dir: Optional[str] = None, page_load_timeout: float = 20.0) -> Dict[str, object]:
+def render_pending(
+    pictures: List[Picture],
+    browser: str = "chromium",
+    pool_size: Optional[int] = None,
+    assets_dir: Optional[str] = None,
+    page_load_timeout: float = 20.0,
+) -> Dict[str, object]:
     """Render every distinct pending page once, concurrently; fill in ``path`` or ``error``.
 
     Returns ``{"rendered": n, "failed": n, "browsers": set of "name version"}``.
@@ -128,7 +133,9 @@ def render_pending(pictures: List[Picture], browser: str = "chromium", pool_size
             raise ValueError(str(err)) from None  # a set-up step is missing: one clear line
         with pool, ThreadPoolExecutor(max_workers=pool.size) as executor:
             futures = {executor.submit(pool.render, html): target for target, html in jobs.items()}
-            for future in tqdm(as_completed(futures), total=len(futures), desc="render", unit="page"):
+            for future in tqdm(
+                as_completed(futures), total=len(futures), desc="render", unit="page"
+            ):
                 target, result = futures[future], future.result()
                 browsers.add(result.browser)
                 if result.ok:

@@ -15,7 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, Iterable, List, Optional
 
 from sweet_rl.rendering import assets as page_assets
-from sweet_rl.rendering.browser import DEFAULT_PAGE_LOAD_TIMEOUT, DEFAULT_SCRIPT_TIMEOUT, MAX_HEIGHT, BrowserSession
+from sweet_rl.rendering.browser import (
+    DEFAULT_PAGE_LOAD_TIMEOUT,
+    DEFAULT_SCRIPT_TIMEOUT,
+    MAX_HEIGHT,
+    BrowserSession,
+)
 from sweet_rl.rendering.processes import kill_all, pids_with
 from sweet_rl.rendering.result import RenderResult
 from sweet_rl.rendering.page_server import PageServer

@@ -19,9 +19,10 @@ class OpenAISimulator(Simulator):
     """Replies from ``model`` served at ``base_url`` (e.g. ``http://localhost:8000/v1``).
 
     ``check=True`` probes the server at construction, so a run with a wrong host or port stops
-    within seconds with a :class:`~sweet_rl.openai_compat.EndpointUnavailable` naming the URL, instead of after the
-    agent's first (possibly long) generation. Rejected requests (HTTP 400, e.g. a dialogue that
-    outgrew the simulator's context) give ``SimulatorReply(text=None, error=...)``.
+    within seconds with a :class:`~sweet_rl.openai_compat.EndpointUnavailable` naming the URL,
+    instead of after the agent's first (possibly long) generation. Rejected requests (HTTP 400,
+    e.g. a dialogue that outgrew the simulator's context) give ``SimulatorReply(text=None,
+    error=...)``.
 
     With ``transformers serve MODEL``, ``model`` must be the same string as ``MODEL``: the
     server answers 400 for any other name.

@@ -82,7 +82,9 @@ def draw_all(samples: Sequence[Dict[str, Any]], num_pairs: int,
     return kept, len(drawn) - len(kept)
 
 
-def pair_record(prompt: str, chosen: str, rejected: str, eos: str, no_prompt: bool) -> Dict[str, str]:
+def pair_record(
+    prompt: str, chosen: str, rejected: str, eos: str, no_prompt: bool
+) -> Dict[str, str]:
     if no_prompt:
         return {"chosen": prompt + chosen + eos, "rejected": prompt + rejected + eos}
     return {"chosen": chosen + eos, "rejected": rejected + eos, "prompt": prompt}

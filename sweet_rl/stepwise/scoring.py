@@ -73,7 +73,9 @@ def expanded_cache(kv, batch: int, config=None):
     """
     from transformers import DynamicCache
 
-    data = [(k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in kv]  # (B, H, P-1, D)
+    data = [
+        (k.expand(batch, -1, -1, -1), v.expand(batch, -1, -1, -1)) for k, v in kv
+    ]  # (B, H, P-1, D)
     try:
         return DynamicCache(ddp_cache_data=data, config=config)
     except TypeError:  # transformers < 4.56
@@ -153,11 +155,14 @@ class ContinuationScorer(SpanScorer):
         if not prompt_ids:
             raise ValueError("cannot score a continuation of an empty prompt")
         suffixes = suffixes if suffixes is not None else [()] * len(candidates)
-        rows = [prompt_ids + encode(self.tokenizer, c) + list(s) for c, s in zip(candidates, suffixes)]
+        rows = [
+            prompt_ids + encode(self.tokenizer, c) + list(s) for c, s in zip(candidates, suffixes)
+        ]
         return self.score_spans(rows, [len(prompt_ids)] * len(rows))
 
     def score_spans(self, rows: Sequence[Sequence[int]], starts: Sequence[int]) -> List[Score]:
-        """(sum, count) of ``log p(row[t] | row[:t])`` for ``t`` in ``[max(start, 1), len(row))``."""
+        """(sum, count) of ``log p(row[t] | row[:t])`` for ``t`` in
+        ``[max(start, 1), len(row))``."""
         import torch
 
         if not rows:
@@ -207,7 +212,9 @@ class ContinuationScorer(SpanScorer):
         import torch
 
         prefix = torch.tensor([list(rows[0][:shared])], device=self.device)  # (1, L)
-        hidden, cache = self._hidden(prefix[:, :-1], use_cache=True)  # (1, L-1, H): positions 0 .. L-2
+        hidden, cache = self._hidden(
+            prefix[:, :-1], use_cache=True
+        )  # (1, L-1, H): positions 0 .. L-2
         # log-probs of the prefix's own tokens at positions 1 .. L-1, once per turn
         prefix_logps = self._token_logps(hidden, prefix[:, 1:])[0].tolist()  # (L-1,)
         kv = cache_tensors(cache)  # per layer (1, H, L-1, D)

@@ -68,14 +68,19 @@ def prompt_tail_score(prompt_logprobs: Sequence[Optional[Dict[int, Any]]],
     return total, len(positions)
 
 
-def span_requests(items: Sequence[Tuple[List[List[int]], List[int]]]) -> List[Tuple[List[int], int]]:
+def span_requests(
+    items: Sequence[Tuple[List[List[int]], List[int]]],
+) -> List[Tuple[List[int], int]]:
     """One (token ids, first scored position) request per row of every turn, in order."""
     return [(list(row), max(1, int(start))) for rows, starts in items
             for row, start in zip(rows, starts)]
 
 
-def span_scores(items: Sequence[Tuple[List[List[int]], List[int]]],
-                requests: Sequence[Tuple[List[int], int]], results: Sequence[Any]) -> List[List[Score]]:
+def span_scores(
+    items: Sequence[Tuple[List[List[int]], List[int]]],
+    requests: Sequence[Tuple[List[int], int]],
+    results: Sequence[Any],
+) -> List[List[Score]]:
     """The ``RequestOutput``s of :func:`span_requests` back into one score list per turn."""
     flat = [prompt_tail_score(r.prompt_logprobs, ids, start)
             for r, (ids, start) in zip(results, requests)]
@@ -118,7 +123,9 @@ class VLLMSampler:
         self.temperature, self.max_new_tokens = temperature, max_new_tokens
         self.include_stop = include_stop
 
-    def sample(self, prompts: List[str], n: int, seeds: List[int]) -> List[Tuple[List[str], List[Score]]]:
+    def sample(
+        self, prompts: List[str], n: int, seeds: List[int]
+    ) -> List[Tuple[List[str], List[Score]]]:
         from vllm import SamplingParams
 
         params = [SamplingParams(**sampling_kwargs(n, self.temperature, self.max_new_tokens,

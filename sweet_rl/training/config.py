@@ -3,8 +3,9 @@
 Precedence (highest first): a flag given on the command line, a key of the ``--config`` JSON
 file (e.g. ``configs/critic_backend.json``), the defaults of :mod:`sweet_rl.training.options`.
 Config files hold the paper's per-stage values (SWEET-RL, Zhou et al. 2025, Appendix: lr 2e-7,
-beta 0.1, NLL 0.01, batch 8 / micro-batch 1, ZeRO-3, bf16; critic 4 epochs backend / 8
-frontend at max length 8192; agent 1 epoch at 16384). Keys starting with ``_`` are comments and are ignored.
+beta 0.1, NLL 0.01, batch 8 / micro-batch 1, ZeRO-3, bf16; critic 4 epochs backend / 8 frontend
+at max length 8192; agent 1 epoch at 16384). Keys starting with ``_`` are comments and are
+ignored.
 
 No torch import here, so ``--help`` and config checks stay instant.
 """
@@ -25,8 +26,9 @@ logger = logging.getLogger(__name__)
 
 Options = TypeVar("Options", bound=TrainingOptions)
 
-REPO_CONFIGS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                            "configs")
+REPO_CONFIGS = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs"
+)
 
 # Every flag a config file may set, with the value used when neither the command line nor
 # the config file sets it: the defaults of the option dataclasses (sweet_rl.training.options).
@@ -149,8 +151,10 @@ def gradient_accumulation_steps(train_batch_size: int, micro_train_batch_size: i
     """train_batch_size = micro_train_batch_size x world_size x accumulation (OpenRLHF's rule)."""
     per_step = micro_train_batch_size * world_size
     if train_batch_size < per_step or train_batch_size % per_step:
-        raise ValueError(f"train_batch_size {train_batch_size} is not a multiple of "
-                         f"micro_train_batch_size {micro_train_batch_size} x {world_size} processes")
+        raise ValueError(
+            f"train_batch_size {train_batch_size} is not a multiple of "
+            f"micro_train_batch_size {micro_train_batch_size} x {world_size} processes"
+        )
     return train_batch_size // per_step
 
 
@@ -181,5 +185,7 @@ def attention_implementation(flash_attn: bool) -> str:
     if flash_attn:
         if importlib.util.find_spec("flash_attn") is not None:
             return "flash_attention_2"
-        logger.warning("--flash_attn: the flash_attn package is not installed; using sdpa attention")
+        logger.warning(
+            "--flash_attn: the flash_attn package is not installed; using sdpa attention"
+        )
     return "sdpa"

@@ -63,8 +63,12 @@ def sequence_log_probs(token_logps: torch.Tensor, turn_ids: torch.Tensor,
         return masked.sum(-1) / mask.sum(-1).clamp(min=1)  # (N,)
     num_turns = int(turn_ids.max().item()) + 1 if turn_ids.numel() else 1
     index = turn_ids.long()  # (N, L); bucket 0 gathers the untrained tokens
-    sums = token_logps.new_zeros(turn_ids.shape[0], num_turns).scatter_add(1, index, masked)  # (N, K+1)
-    counts = token_logps.new_zeros(turn_ids.shape[0], num_turns).scatter_add(1, index, mask)  # (N, K+1)
+    sums = token_logps.new_zeros(turn_ids.shape[0], num_turns).scatter_add(
+        1, index, masked
+    )  # (N, K+1)
+    counts = token_logps.new_zeros(turn_ids.shape[0], num_turns).scatter_add(
+        1, index, mask
+    )  # (N, K+1)
     means = sums[:, 1:] / counts[:, 1:].clamp(min=1)  # (N, K); empty turns give 0
     return means.sum(-1)  # (N,)
 

@@ -205,7 +205,9 @@ class PreferenceCollator:
         rows = [e["chosen"] for e in examples] + [e["rejected"] for e in examples]
         batch = pad_batch(rows, self.pad_id)
         if all("ref_chosen_logp" in e for e in examples):
-            ref = [e["ref_chosen_logp"] for e in examples] + [e["ref_rejected_logp"] for e in examples]
+            ref = [e["ref_chosen_logp"] for e in examples] + [
+                e["ref_rejected_logp"] for e in examples
+            ]
             batch["ref_logps"] = torch.tensor(ref, dtype=torch.float32)  # (2B,)
         return batch
 

@@ -96,7 +96,9 @@ def _finish(trainer, result, options: TrainingOptions, stage: str, tokens: int, 
                "zero_stage": options.zero_stage if trainer.is_deepspeed_enabled else 0,
                "save_path": options.save_path}
     if trainer.is_world_process_zero():
-        write_sidecar(os.path.join(options.save_path, "training"), dataclasses.asdict(options), stage)
+        write_sidecar(
+            os.path.join(options.save_path, "training"), dataclasses.asdict(options), stage
+        )
         logger.info("%s summary: %s", stage, summary)
         print(f"{stage}: " + " ".join(f"{k}={v}" for k, v in summary.items()), flush=True)
     _leave_process_group()

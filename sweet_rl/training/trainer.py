@@ -126,7 +126,11 @@ def training_arguments(options: TrainingOptions, gradient_accumulation: int,
         accelerator_config = _deepspeed_cpu_state()
     # transformers >= 5.x renamed gradient_checkpointing to activation_checkpointing
     fields = TrainingArguments.__dataclass_fields__
-    ckpt = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
+    ckpt = (
+        "activation_checkpointing"
+        if "activation_checkpointing" in fields
+        else "gradient_checkpointing"
+    )
     checkpointing = {ckpt: options.gradient_checkpointing,
                      f"{ckpt}_kwargs": {"use_reentrant": False}}
     return TrainingArguments(

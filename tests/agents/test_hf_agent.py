@@ -7,8 +7,11 @@ from sweet_rl.simulators.local_simulator import LocalSimulator
 
 CONVERSATIONS = [
     [{"role": "user", "content": "Write a function that adds two numbers."}],
-    [{"role": "user", "content": "Write f."}, {"role": "assistant", "content": "What should f return?"},
-     {"role": "user", "content": "The sum, I think."}],
+    [
+        {"role": "user", "content": "Write f."},
+        {"role": "assistant", "content": "What should f return?"},
+        {"role": "user", "content": "The sum, I think."},
+    ],
 ]
 
 

@@ -11,11 +11,15 @@ from sweet_rl.hf_generation import format_chat, load_tokenizer
 def test_requests_carry_chat_prompts_seeds_and_stop_tokens(tiny_model_dir):
     tokenizer = load_tokenizer(tiny_model_dir)
     conversations = [[{"role": "user", "content": "hi"}], [{"role": "user", "content": "yo"}]]
-    requests = build_requests(tokenizer, conversations, temperature=1.0, max_tokens=1024, seeds=[7, 8])
+    requests = build_requests(
+        tokenizer, conversations, temperature=1.0, max_tokens=1024, seeds=[7, 8]
+    )
     assert [r[0] for r in requests] == [format_chat(tokenizer, c) for c in conversations]
     eot = tokenizer.convert_tokens_to_ids("<|eot_id|>")
     for (_, params), seed in zip(requests, [7, 8]):
-        assert params["seed"] == seed and params["max_tokens"] == 1024 and params["temperature"] == 1.0
+        assert (
+            params["seed"] == seed and params["max_tokens"] == 1024 and params["temperature"] == 1.0
+        )
         assert eot in params["stop_token_ids"]
 
 

@@ -93,7 +93,10 @@ def test_arguments_added_while_scoring_reach_the_sidecar(tmp_path):
     evaluate("fake_stage", path, trajectories, 1, [0], score, success_pairs, arguments, None,
              None, "", lambda outcome: ({}, []))
     with open(path + ".config.json", encoding="utf-8") as handle:
-        assert json.load(handle)["stages"]["fake_stage"] == {"k": 1, "browser_version": "chromium 1"}
+        assert json.load(handle)["stages"]["fake_stage"] == {
+            "k": 1,
+            "browser_version": "chromium 1",
+        }
 
 
 def test_load_refuses_empty_files_then_bad_rows_then_bad_layout(tmp_path):

@@ -38,10 +38,21 @@ def tasks():
 
 def row(task, answer, tag, **extra):
     """A trajectory as simulate --task_type html writes it; ``tag`` makes its texts unique."""
-    turn = {"role": "assistant", "content": "My page: [SEE RENDERED HTML]", "input": f"<prompt {tag}>",
-            "output": f"<output {tag}>", "html": answer or None, "screenshot": None}
-    data = {"task": task, "dialogue_history": [{"role": "user", "content": task["problem_description"]}, turn],
-            "answer": answer, "answer_screenshot": None, "reference_screenshot": None}
+    turn = {
+        "role": "assistant",
+        "content": "My page: [SEE RENDERED HTML]",
+        "input": f"<prompt {tag}>",
+        "output": f"<output {tag}>",
+        "html": answer or None,
+        "screenshot": None,
+    }
+    data = {
+        "task": task,
+        "dialogue_history": [{"role": "user", "content": task["problem_description"]}, turn],
+        "answer": answer,
+        "answer_screenshot": None,
+        "reference_screenshot": None,
+    }
     data.update(extra)
     return data
 
@@ -109,11 +120,15 @@ def test_pairs_follow_the_threshold_rule(run_a):
             expected.append((a, b) if rows[a]["reward"] > rows[b]["reward"] else (b, a))
     # Task 0 (own page vs nothing) and task 2 (a page vs nothing) clear the threshold.
     assert (0, 3) in expected and (5, 2) in expected
-    assert read(folder / "pairs.jsonl") == [{"chosen": text[c], "rejected": text[r]} for c, r in expected]
+    assert read(folder / "pairs.jsonl") == [
+        {"chosen": text[c], "rejected": text[r]} for c, r in expected
+    ]
     prefix = [GROUND_TRUTH_PREFIX.format(ground_truth=r["task"]["ground_truth"]) for r in rows]
     assert read(folder / "gt_pairs.jsonl") == [
         {"chosen": prefix[c] + text[c], "rejected": prefix[c] + text[r]} for c, r in expected]
-    assert prefix[0].startswith("In light that the final answer is: <") and prefix[0].endswith("</html>.")
+    assert prefix[0].startswith("In light that the final answer is: <") and prefix[0].endswith(
+        "</html>."
+    )
     assert run_a["metrics"]["pairs"] == len(expected)
     assert os.path.isfile(folder / "gt_pairs.jsonl.config.json")
 
@@ -128,11 +143,15 @@ def test_second_run_is_idempotent_and_renders_nothing(run_a):
     assert metrics["similarity"] == pytest.approx(run_a["metrics"]["similarity"])
     assert metrics["browser"] == run_a["metrics"]["browser"]  # kept from the run that rendered
     assert open(path, "rb").read() == before
-    assert {name: os.stat(os.path.join(shots, name)).st_mtime_ns for name in os.listdir(shots)} == stamps
+    assert {
+        name: os.stat(os.path.join(shots, name)).st_mtime_ns for name in os.listdir(shots)
+    } == stamps
     # --reevaluate scores again from the stored screenshots: no render, the same rewards.
     again = evaluate_html.main(path, k=2, reevaluate=True, **CLIP)
     assert again["evaluated"] == 6 and again["rendered"] == 0
-    assert [r["reward"] for r in read(path)] == pytest.approx([r["reward"] for r in run_a["rows"]], abs=1e-5)
+    assert [r["reward"] for r in read(path)] == pytest.approx(
+        [r["reward"] for r in run_a["rows"]], abs=1e-5
+    )
 
 
 def test_win_rate_against_another_run(run_a, capsys):
@@ -141,7 +160,10 @@ def test_win_rate_against_another_run(run_a, capsys):
     -> A wins (0.5 + 0.5 + 0) / 3 = 1/3 of the tasks and B 2/3."""
     t0, t1, t2 = run_a["tasks"]
     folder = run_a["folder"]
-    path_b = write(folder / "run_b.jsonl", [row(t, t["ground_truth"], f"r{i}") for i, t in enumerate((t0, t1, t2))])
+    path_b = write(
+        folder / "run_b.jsonl",
+        [row(t, t["ground_truth"], f"r{i}") for i, t in enumerate((t0, t1, t2))],
+    )
     shots = os.path.join(folder, "run_screenshots")  # A rendered every page B needs
     metrics_b = evaluate_html.main(path_b, k=1, screenshot_dir=shots, **CLIP)
     assert metrics_b["rendered"] == 0 and metrics_b["similarity"] == pytest.approx(100.0)
@@ -153,7 +175,9 @@ def test_win_rate_against_another_run(run_a, capsys):
     assert theirs["win_rate"] == pytest.approx(200 / 3)
     # Other tasks, or tasks in another order, are refused with the file and line.
     swapped = write(folder / "swapped.jsonl", [read(path_b)[i] for i in (1, 0, 2)])
-    with pytest.raises(RecordError, match=r"swapped\.jsonl, line 1: field 'task\.problem_description'"):
+    with pytest.raises(
+        RecordError, match=r"swapped\.jsonl, line 1: field 'task\.problem_description'"
+    ):
         evaluate_html.main(run_a["path"], k=2, reference_path=swapped, **CLIP)
     unscored = write(folder / "unscored.jsonl", [row(t, "", "u") for t in (t0, t1, t2)])
     with pytest.raises(RecordError, match=r"unscored\.jsonl, line 1: field 'reward'"):
@@ -166,18 +190,28 @@ def test_original_layout_answer_is_a_screenshot_path(run_a, tmp_path):
     t0, t1, _ = run_a["tasks"]
     source = run_a["rows"][0]
     own_page = os.path.join(run_a["folder"], source["answer_screenshot"])
-    old = [{"task": t0, "dialogue_history": source["dialogue_history"], "answer": own_page},
-           {"task": t1, "dialogue_history": source["dialogue_history"], "answer": str(tmp_path / "gone.png")},
-           {"task": t0, "dialogue_history": source["dialogue_history"], "answer": None},
-           {"task": t0, "dialogue_history": source["dialogue_history"], "answer": "damaged.png"}]
+    old = [
+        {"task": t0, "dialogue_history": source["dialogue_history"], "answer": own_page},
+        {
+            "task": t1,
+            "dialogue_history": source["dialogue_history"],
+            "answer": str(tmp_path / "gone.png"),
+        },
+        {"task": t0, "dialogue_history": source["dialogue_history"], "answer": None},
+        {"task": t0, "dialogue_history": source["dialogue_history"], "answer": "damaged.png"},
+    ]
     (tmp_path / "damaged.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a picture")
     path = write(tmp_path / "old.jsonl", old)
-    metrics = evaluate_html.main(path, k=1, screenshot_dir=os.path.join(run_a["folder"], "run_screenshots"), **CLIP)
+    metrics = evaluate_html.main(
+        path, k=1, screenshot_dir=os.path.join(run_a["folder"], "run_screenshots"), **CLIP
+    )
     assert metrics["rendered"] == 0
     rows = read(path)
     assert rows[0]["reward"] == 1.0 and "answer_screenshot" not in rows[0]
     assert "gone.png not found" in rows[1]["render_error"] and rows[1]["reward"] < 0.9
-    assert rows[2]["reward"] == pytest.approx(run_a["rows"][3]["reward"], abs=1e-5)  # black vs task 0
+    assert rows[2]["reward"] == pytest.approx(
+        run_a["rows"][3]["reward"], abs=1e-5
+    )  # black vs task 0
     assert "render_error" not in rows[2]  # no page shown is not an error
     # A relative path is read against the file's folder; a file PIL cannot read counts as missing.
     assert "unreadable screenshot" in rows[3]["render_error"]
@@ -201,11 +235,15 @@ def test_failed_render_is_scored_black_with_the_error(tasks, render_assets, tmp_
 def test_bad_input_names_file_line_and_field_and_leaves_the_file(run_a, tmp_path):
     good = read(run_a["path"])
     cases = {
-        "no_truth": ({**good[1], "task": {"problem_description": good[1]["task"]["problem_description"]}},
-                     r"line 2: field 'task\.ground_truth': missing"),
+        "no_truth": (
+            {**good[1], "task": {"problem_description": good[1]["task"]["problem_description"]}},
+            r"line 2: field 'task\.ground_truth': missing",
+        ),
         "not_a_trajectory": ({"chosen": "a", "rejected": "b"}, r"line 2: field 'task': missing"),
-        "backend": ({**good[1], "task": {**good[1]["task"], "test_cases": {"test1": "f(1)"}}},
-                    r"line 2: field 'task\.test_cases'"),
+        "backend": (
+            {**good[1], "task": {**good[1]["task"], "test_cases": {"test1": "f(1)"}}},
+            r"line 2: field 'task\.test_cases'",
+        ),
     }
     for name, (bad_row, pattern) in cases.items():
         path = write(tmp_path / f"{name}.jsonl", [good[0], bad_row] + good[2:])
@@ -222,15 +260,40 @@ def test_bad_input_names_file_line_and_field_and_leaves_the_file(run_a, tmp_path
 def test_script_runs_by_subprocess(run_a, tmp_path):
     script = str(REPO_ROOT / "scripts" / "evaluate_html.py")
     t0, t1, t2 = run_a["tasks"]
-    path = write(tmp_path / "sub.jsonl", [row(t, t["ground_truth"], f"s{i}") for i, t in enumerate((t0, t1, t2))])
+    path = write(
+        tmp_path / "sub.jsonl",
+        [row(t, t["ground_truth"], f"s{i}") for i, t in enumerate((t0, t1, t2))],
+    )
     shots = os.path.join(run_a["folder"], "run_screenshots")
-    result = subprocess.run([sys.executable, script, path, "--clip_pretrained", "none", "--device", "cpu",
-                             "--screenshot_dir", shots], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [
+            sys.executable,
+            script,
+            path,
+            "--clip_pretrained",
+            "none",
+            "--device",
+            "cpu",
+            "--screenshot_dir",
+            shots,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
-    assert "evaluate_html: 3 trajectories (3 tasks x 1), best-of-1 CLIP similarity 100.0" in result.stdout
+    assert (
+        "evaluate_html: 3 trajectories (3 tasks x 1), best-of-1 CLIP similarity 100.0"
+        in result.stdout
+    )
     assert [r["reward"] for r in read(path)] == [1.0, 1.0, 1.0]
-    bad = write(tmp_path / "bad.jsonl", [{"task": {"problem_description": "x"}, "dialogue_history": [], "answer": ""}])
-    result = subprocess.run([sys.executable, script, bad], capture_output=True, text=True, timeout=120)
+    bad = write(
+        tmp_path / "bad.jsonl",
+        [{"task": {"problem_description": "x"}, "dialogue_history": [], "answer": ""}],
+    )
+    result = subprocess.run(
+        [sys.executable, script, bad], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 2
     assert f"error: {bad}, line 1: field 'task.ground_truth': missing" in result.stderr
 
@@ -259,11 +322,14 @@ def test_original_rows_no_answer_and_image_answers_without_a_browser(tmp_path, c
     """
     shots = tmp_path / "shots"
     shots.mkdir()
-    reference = _picture(shots / "reference.png", "white", (40, 30, 280, 90))
-    same = _picture(tmp_path / "same.png", "white", (40, 30, 280, 90))  # identical pixels
-    other_jpg = _picture(tmp_path / "other.jpg", "orange", (10, 150, 120, 230))
+    _picture(shots / "reference.png", "white", (40, 30, 280, 90))
+    _picture(tmp_path / "same.png", "white", (40, 30, 280, 90))  # identical pixels
+    _picture(tmp_path / "other.jpg", "orange", (10, 150, 120, 230))
     other_png = _picture(shots / "other.png", "lightgreen")
-    task = {"problem_description": "A landing page", "ground_truth": "<html><body>ref</body></html>"}
+    task = {
+        "problem_description": "A landing page",
+        "ground_truth": "<html><body>ref</body></html>",
+    }
     history = [{"role": "user", "content": task["problem_description"]},
                {"role": "assistant", "content": "<html><body>x</body></html>", "input": "<p>",
                 "output": "OUTPUT: <html><body>x</body></html>"}]
@@ -284,7 +350,11 @@ def test_original_rows_no_answer_and_image_answers_without_a_browser(tmp_path, c
     assert rewards[0] == 1.0
     assert rewards[2] == pytest.approx(rewards[4], abs=1e-6) == pytest.approx(rewards[5], abs=1e-6)
     assert len({round(r, 6) for r in rewards[:4]}) == 4  # four different pictures
-    assert "render_error" not in out[0] and "render_error" not in out[2] and "render_error" not in out[3]
+    assert (
+        "render_error" not in out[0]
+        and "render_error" not in out[2]
+        and "render_error" not in out[3]
+    )
     assert out[4]["render_error"] == "answer: answer screenshot gone.jpg not found"
     assert out[5]["render_error"] == "answer: answer screenshot shots/missing.png not found"
     assert all("answer_screenshot" not in r for r in out)  # the answers keep their own paths
@@ -294,7 +364,9 @@ def test_original_rows_no_answer_and_image_answers_without_a_browser(tmp_path, c
     lines = capsys.readouterr().out.strip().splitlines()
     mean = sum(rewards) / 6
     assert lines[-4].startswith("evaluate_html: 6 trajectories (6 tasks x 1)")
-    assert lines[-3] == str(metrics["mean_reward"]) and metrics["mean_reward"] == pytest.approx(mean)
+    assert lines[-3] == str(metrics["mean_reward"]) and metrics["mean_reward"] == pytest.approx(
+        mean
+    )
     assert lines[-2] == f"Best-of-1 Average reward: {sum(rewards) / 6}"
     assert lines[-1] == "Number of preference pairs: 0"  # k=1: one rollout per task, no pairs
 
@@ -308,8 +380,12 @@ def test_temp_path_is_the_screenshot_folder_and_train_is_accepted(tmp_path, caps
     task = {"problem_description": "p", "ground_truth": "<html><body>ref</body></html>"}
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    _picture(screenshot_path(str(scratch), task["ground_truth"], "reference"), "white", (5, 5, 50, 50))
-    path = write(tmp_path / "run.jsonl", [{"task": task, "dialogue_history": [], "answer": "No answer"}])
+    _picture(
+        screenshot_path(str(scratch), task["ground_truth"], "reference"), "white", (5, 5, 50, 50)
+    )
+    path = write(
+        tmp_path / "run.jsonl", [{"task": task, "dialogue_history": [], "answer": "No answer"}]
+    )
     with caplog.at_level("WARNING"):
         metrics = evaluate_html.main(path, 1, str(scratch), train=True, **CLIP)
     assert metrics["rendered"] == 0

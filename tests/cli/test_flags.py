@@ -23,14 +23,18 @@ from tests.conftest import REPO_ROOT
 def fire_leftover(main, args):
     """What fire would leave unconsumed for ``main`` (None: fire refuses before calling)."""
     try:
-        (_, kwargs), _, remaining, _ = core._MakeParseFn(main, decorators.GetMetadata(main))(list(args))
+        (_, kwargs), _, remaining, _ = core._MakeParseFn(main, decorators.GetMetadata(main))(
+            list(args)
+        )
     except core.FireError:
         return None
     return remaining
 
 
 def fire_values(main, args):
-    (positional, kwargs), _, remaining, _ = core._MakeParseFn(main, decorators.GetMetadata(main))(list(args))
+    (positional, kwargs), _, remaining, _ = core._MakeParseFn(main, decorators.GetMetadata(main))(
+        list(args)
+    )
     assert remaining == []
     names = core.inspectutils.GetFullArgSpec(main).args
     return dict(zip(names, positional), **kwargs)
@@ -73,7 +77,9 @@ VALID = [
 ]
 
 
-@pytest.mark.parametrize("args,values", VALID, ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+@pytest.mark.parametrize(
+    "args,values", VALID, ids=lambda v: " ".join(v) if isinstance(v, list) else ""
+)
 def test_valid_forms_pass_and_fire_agrees(args, values):
     assert fire_leftover(stage, args) == []
     assert ours(stage, args) == args  # handed to fire unchanged
@@ -94,7 +100,9 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize("args,message", INVALID, ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+@pytest.mark.parametrize(
+    "args,message", INVALID, ids=lambda v: " ".join(v) if isinstance(v, list) else ""
+)
 def test_bad_command_lines_are_refused_as_fire_would(args, message):
     leftover = fire_leftover(stage, args)
     assert leftover is None or leftover != []  # fire refuses them too (often after the run)
@@ -118,7 +126,13 @@ def test_help_separators_and_fire_flags(capsys):
     err = ours(stage, ["in", "--", "--k", "3"])
     assert isinstance(err, CommandLineError) and "unknown flag --k after '--'" in str(err)
     # --separator (after --) changes fire's separator; the check follows it
-    assert ours(stage, ["in", "-", "--", "--separator", "+"]) == ["in", "-", "--", "--separator", "+"]
+    assert ours(stage, ["in", "-", "--", "--separator", "+"]) == [
+        "in",
+        "-",
+        "--",
+        "--separator",
+        "+",
+    ]
     assert isinstance(ours(stage, ["in", "+", "x", "--", "--separator", "+"]), CommandLineError)
 
 
@@ -135,22 +149,47 @@ def _stage_mains():
 def test_the_stages_accept_the_documented_forms():
     mains = _stage_mains()
     cases = [
-        ("train_dpo", ["--bf16", "--save_steps", "-1", "--flash_attn", "--gradient_checkpointing"],
-         {"bf16": True, "save_steps": -1, "flash_attn": True, "gradient_checkpointing": True}),
-        ("train_dpo", ["--bf16", "False", "--eval_steps", "-1", "--use_wandb", "1e5"],
-         {"bf16": False, "eval_steps": -1, "use_wandb": "1e5"}),  # a key stays text
-        ("train_sft", ["--wandb_run_name", "007", "--max_epochs", "1"],
-         {"wandb_run_name": "007", "max_epochs": 1}),
-        ("sample_best_of_n", ["in.jsonl", "out.jsonl", "--max-new-tokens", "3"],
-         {"input_path": "in.jsonl", "output_path": "out.jsonl", "max_new_tokens": 3}),
-        ("rank_best_of_n", ["--model_id", "m", "--input_path", "i", "--output_path", "o", "--nouse_sum"],
-         {"model_id": "m", "use_sum": False}),
-        ("evaluate_html", ["run.jsonl", "3", "/tmp/shots"],  # the original's positions
-         {"saved_path": "run.jsonl", "k": 3, "temp_path": "/tmp/shots"}),
-        ("filter_websites", ["--saved_path", "a", "--filtered_path", "b", "--temp_path", "t"],
-         {"saved_path": "a", "filtered_path": "b", "temp_path": "t"}),
+        (
+            "train_dpo",
+            ["--bf16", "--save_steps", "-1", "--flash_attn", "--gradient_checkpointing"],
+            {"bf16": True, "save_steps": -1, "flash_attn": True, "gradient_checkpointing": True},
+        ),
+        (
+            "train_dpo",
+            ["--bf16", "False", "--eval_steps", "-1", "--use_wandb", "1e5"],
+            {"bf16": False, "eval_steps": -1, "use_wandb": "1e5"},
+        ),  # a key stays text
+        (
+            "train_sft",
+            ["--wandb_run_name", "007", "--max_epochs", "1"],
+            {"wandb_run_name": "007", "max_epochs": 1},
+        ),
+        (
+            "sample_best_of_n",
+            ["in.jsonl", "out.jsonl", "--max-new-tokens", "3"],
+            {"input_path": "in.jsonl", "output_path": "out.jsonl", "max_new_tokens": 3},
+        ),
+        (
+            "rank_best_of_n",
+            ["--model_id", "m", "--input_path", "i", "--output_path", "o", "--nouse_sum"],
+            {"model_id": "m", "use_sum": False},
+        ),
+        (
+            "evaluate_html",
+            ["run.jsonl", "3", "/tmp/shots"],  # the original's positions
+            {"saved_path": "run.jsonl", "k": 3, "temp_path": "/tmp/shots"},
+        ),
+        (
+            "filter_websites",
+            ["--saved_path", "a", "--filtered_path", "b", "--temp_path", "t"],
+            {"saved_path": "a", "filtered_path": "b", "temp_path": "t"},
+        ),
         ("visualize_design_dialogue_histories", ["run.jsonl"], {"input_path": "run.jsonl"}),
-        ("visualize_dialogue_histories", ["--saved_path", "run.jsonl"], {"saved_path": "run.jsonl"}),
+        (
+            "visualize_dialogue_histories",
+            ["--saved_path", "run.jsonl"],
+            {"saved_path": "run.jsonl"},
+        ),
     ]
     for name, args, values in cases:
         main = mains[name]
@@ -181,15 +220,28 @@ COMMANDS = {
     "scripts/filter_websites.py": ("filter_websites", ["IN", "OUT"]),
     "scripts/generate_random_pairs_from_ranks.py": ("generate_random_pairs", ["IN", "OUT"]),
     "scripts/prepare_frontend_tasks.py": ("prepare_frontend_tasks", ["OUT", "--data_files", "IN"]),
-    "scripts/rank_best_of_n.py": ("rank_best_of_n", ["--model_id", "M", "--input_path", "IN",
-                                                     "--output_path", "OUT"]),
+    "scripts/rank_best_of_n.py": (
+        "rank_best_of_n",
+        ["--model_id", "M", "--input_path", "IN", "--output_path", "OUT"],
+    ),
     "scripts/sample_best_of_n.py": ("sample_best_of_n", ["IN", "OUT", "--agent_model", "M"]),
-    "scripts/simulate_interactions.py": ("simulate", ["--output_path", "OUT", "--max_new_tokens", "4"]),
-    "scripts/train_dpo.py": ("train_dpo", ["--pretrain", "M", "--dataset", "IN", "--save_path", "OUT"]),
-    "scripts/train_sft.py": ("train_sft", ["--pretrain", "M", "--dataset", "IN", "--save_path", "OUT"]),
+    "scripts/simulate_interactions.py": (
+        "simulate",
+        ["--output_path", "OUT", "--max_new_tokens", "4"],
+    ),
+    "scripts/train_dpo.py": (
+        "train_dpo",
+        ["--pretrain", "M", "--dataset", "IN", "--save_path", "OUT"],
+    ),
+    "scripts/train_sft.py": (
+        "train_sft",
+        ["--pretrain", "M", "--dataset", "IN", "--save_path", "OUT"],
+    ),
     "visualizers/visualize_dialogue_histories.py": ("visualize_dialogue_histories", ["IN", "OUT"]),
-    "visualizers/visualize_design_dialogue_histories.py": ("visualize_design_dialogue_histories",
-                                                           ["IN", "OUT"]),
+    "visualizers/visualize_design_dialogue_histories.py": (
+        "visualize_design_dialogue_histories",
+        ["IN", "OUT"],
+    ),
 }
 
 
@@ -211,7 +263,9 @@ def test_misspelled_flag_exits_2_at_once_and_touches_nothing(script, tmp_path):
                                "dialogue_history": [], "answer": ""}) + "\n")
     before = src.read_bytes()
     out = tmp_path / "out"
-    args = [{"IN": str(src), "OUT": str(out), "M": str(tmp_path / "model")}.get(a, a) for a in command]
+    args = [
+        {"IN": str(src), "OUT": str(out), "M": str(tmp_path / "model")}.get(a, a) for a in command
+    ]
     started = time.monotonic()
     result = subprocess.run([sys.executable, "-c", PROBE, str(REPO_ROOT / script), *args,
                              f"--{typo}", "1"], capture_output=True, text=True, timeout=60,

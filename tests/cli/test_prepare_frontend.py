@@ -59,11 +59,12 @@ def _lines(path):
 
 
 def _expected(i):
-    return {"problem_description": f"Idea {i}: a shop with a hero image.",
-            "ground_truth": _html(i).replace(f"https://source.unsplash.com/random/{100 + i}x80/?shop",
-                                             f"{FIXED}/{100 + i}/80")
-                                    .replace(f"https://picsum.photos/{50 + i}/60?random=2",
-                                             f"{FIXED}/{50 + i}/60")}
+    return {
+        "problem_description": f"Idea {i}: a shop with a hero image.",
+        "ground_truth": _html(i)
+        .replace(f"https://source.unsplash.com/random/{100 + i}x80/?shop", f"{FIXED}/{100 + i}/80")
+        .replace(f"https://picsum.photos/{50 + i}/60?random=2", f"{FIXED}/{50 + i}/60"),
+    }
 
 
 @needs_datasets
@@ -223,6 +224,8 @@ def test_blank_and_drop_reason(monkeypatch):
         assert filter_websites.is_blank_png(white) and not filter_websites.is_blank_png(dot)
     keep = RenderResult(True, dot, 4, 3, "chrome 1")
     assert filter_websites.drop_reason(keep) is None
-    assert filter_websites.drop_reason(RenderResult(True, white, 4, 3, "chrome 1")).startswith("blank")
+    assert filter_websites.drop_reason(RenderResult(True, white, 4, 3, "chrome 1")).startswith(
+        "blank"
+    )
     failed = RenderResult(False, None, 0, 0, "chrome 1", "TimeoutException: page load")
     assert filter_websites.drop_reason(failed) == "failed: TimeoutException: page load"

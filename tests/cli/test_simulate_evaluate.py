@@ -40,7 +40,9 @@ def test_simulate_then_evaluate_on_bundled_tasks(tiny_model_dir, tmp_path, capsy
     sidecar = json.loads((tmp_path / "traj.jsonl.config.json").read_text())
     assert sidecar["stages"]["simulate"]["best_of_n"] == 2
 
-    metrics = evaluate_code.main(str(out), k=2, ground_truth_preference_path=str(tmp_path / "p.jsonl"))
+    metrics = evaluate_code.main(
+        str(out), k=2, ground_truth_preference_path=str(tmp_path / "p.jsonl")
+    )
     graded = read_jsonl(str(out), Trajectory.from_dict)
     assert all(t.reward is not None and 0.0 <= t.reward <= 1.0 for t in graded)
     assert all(t.extra["grader_rules"] == "benchmark" for t in graded)
@@ -52,11 +54,19 @@ def test_simulate_then_evaluate_on_bundled_tasks(tiny_model_dir, tmp_path, capsy
 
 def _answer_row(task, answer):
     prompt = f"<|begin_of_text|>...{task.problem_description}..."
-    return {"task": task.to_dict(),
-            "dialogue_history": [{"role": "user", "content": task.problem_description},
-                                 {"role": "assistant", "content": "I WANT TO ANSWER: " + answer,
-                                  "input": prompt, "output": "OUTPUT: I WANT TO ANSWER: " + answer}],
-            "answer": answer}
+    return {
+        "task": task.to_dict(),
+        "dialogue_history": [
+            {"role": "user", "content": task.problem_description},
+            {
+                "role": "assistant",
+                "content": "I WANT TO ANSWER: " + answer,
+                "input": prompt,
+                "output": "OUTPUT: I WANT TO ANSWER: " + answer,
+            },
+        ],
+        "answer": answer,
+    }
 
 
 def test_evaluate_scores_answers_and_writes_both_pair_files(tmp_path, capsys):
@@ -77,22 +87,41 @@ def test_evaluate_scores_answers_and_writes_both_pair_files(tmp_path, capsys):
     # (1 + 0 + 0.1 + 1) / 4 = 0.525 and 2 of 4 rows at 1; best-of-2 per task max(1, 0.1) and
     # max(0, 1), both 1; two pairs (each task's rollout at 1 against the worse one)
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("evaluate_code: 4 trajectories (2 tasks x 2), best-of-2 tests passed 100.0%")
-    assert out[1:] == ["Average correctness: 0.525", "Number of trajectories: 4",
-                       "Percentage of correct trajectories: 0.5", "Best-of-2 Average correctness: 1.0",
-                       "Best-of-2 percentage of correct trajectories: 1.0", "Number of preference pairs: 2"]
+    assert out[0].startswith(
+        "evaluate_code: 4 trajectories (2 tasks x 2), best-of-2 tests passed 100.0%"
+    )
+    assert out[1:] == [
+        "Average correctness: 0.525",
+        "Number of trajectories: 4",
+        "Percentage of correct trajectories: 0.5",
+        "Best-of-2 Average correctness: 1.0",
+        "Best-of-2 percentage of correct trajectories: 1.0",
+        "Number of preference pairs: 2",
+    ]
     plain = read_jsonl(str(tmp_path / "plain.jsonl"))
     gt = read_jsonl(str(tmp_path / "gt.jsonl"))
     first = rows[0]["dialogue_history"][-1]
-    assert plain[0] == {"chosen": first["input"] + first["output"],
-                        "rejected": rows[2]["dialogue_history"][-1]["input"] + rows[2]["dialogue_history"][-1]["output"]}
+    assert plain[0] == {
+        "chosen": first["input"] + first["output"],
+        "rejected": rows[2]["dialogue_history"][-1]["input"]
+        + rows[2]["dialogue_history"][-1]["output"],
+    }
     prefix = f"In light that the final answer is: {tasks[0].ground_truth}."
-    assert gt[0]["chosen"] == prefix + plain[0]["chosen"] and gt[0]["rejected"] == prefix + plain[0]["rejected"]
-    assert gt[1]["chosen"].startswith(f"In light that the final answer is: {tasks[1].ground_truth}.")
+    assert (
+        gt[0]["chosen"] == prefix + plain[0]["chosen"]
+        and gt[0]["rejected"] == prefix + plain[0]["rejected"]
+    )
+    assert gt[1]["chosen"].startswith(
+        f"In light that the final answer is: {tasks[1].ground_truth}."
+    )
     # A second run reuses the rewards instead of grading again (and writes no pairs).
     evaluate_code.main(str(path), k=2)
     out = capsys.readouterr().out
-    assert "graded 0" in out and "Average correctness: 0.525\n" in out and "preference pairs:" not in out
+    assert (
+        "graded 0" in out
+        and "Average correctness: 0.525\n" in out
+        and "preference pairs:" not in out
+    )
 
 
 def test_evaluate_rejects_a_layout_that_does_not_match_k(tmp_path):
@@ -110,10 +139,33 @@ def test_evaluate_rejects_a_layout_that_does_not_match_k(tmp_path):
 def test_killed_run_resumes_with_every_row_exactly_once(tiny_model_dir, tmp_path, repo_root):
     out = tmp_path / "traj.jsonl"
     script = str(repo_root / "scripts" / "simulate_interactions.py")
-    cmd = [sys.executable, script, "--agent_model", tiny_model_dir, "--env_model", tiny_model_dir,
-           "--output_path", str(out), "--num_tasks", "3", "--best_of_n", "2", "--batch_size", "1",
-           "--max_new_tokens", "8", "--simulator_max_tokens", "8", "--max_steps", "2", "--device", "cpu"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    cmd = [
+        sys.executable,
+        script,
+        "--agent_model",
+        tiny_model_dir,
+        "--env_model",
+        tiny_model_dir,
+        "--output_path",
+        str(out),
+        "--num_tasks",
+        "3",
+        "--best_of_n",
+        "2",
+        "--batch_size",
+        "1",
+        "--max_new_tokens",
+        "8",
+        "--simulator_max_tokens",
+        "8",
+        "--max_steps",
+        "2",
+        "--device",
+        "cpu",
+    ]
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.time() + 120
     while time.time() < deadline and proc.poll() is None:
         if out.exists() and out.read_text().count("\n") >= 2:
@@ -128,15 +180,22 @@ def test_killed_run_resumes_with_every_row_exactly_once(tiny_model_dir, tmp_path
     _simulate(tiny_model_dir, out, num_tasks=3, best_of_n=2, batch_size=1, to_continue=True)
     rows = read_jsonl(str(out), Trajectory.from_dict)
     tasks = load_tasks(None, 3)
-    assert [t.task.problem_description for t in rows] == [tasks[r % 3].problem_description for r in range(6)]
+    assert [t.task.problem_description for t in rows] == [
+        tasks[r % 3].problem_description for r in range(6)
+    ]
 
 
 def test_bad_input_fails_clearly_and_leaves_outputs_alone(tiny_model_dir, tmp_path, repo_root):
     bad = tmp_path / "tasks.jsonl"
-    bad.write_text('{"problem_description": "p", "ground_truth": "g"}\n{"problem_description": 3, "ground_truth": "g"}\n')
+    bad.write_text(
+        '{"problem_description": "p", "ground_truth": "g"}\n'
+        '{"problem_description": 3, "ground_truth": "g"}\n'
+    )
     out = tmp_path / "traj.jsonl"
     out.write_text('{"keep": "me"}\n')
-    with pytest.raises(RecordError, match=r"tasks.jsonl, line 2: field 'problem_description': expected str"):
+    with pytest.raises(
+        RecordError, match=r"tasks.jsonl, line 2: field 'problem_description': expected str"
+    ):
         _simulate(tiny_model_dir, out, input_path=str(bad), overwrite=True)
     with pytest.raises(FileExistsError, match="--to_continue"):
         _simulate(tiny_model_dir, out)
@@ -146,11 +205,27 @@ def test_bad_input_fails_clearly_and_leaves_outputs_alone(tiny_model_dir, tmp_pa
     assert out.read_text() == '{"keep": "me"}\n'
     # Through the script: exit status 2 and one clear line on stderr.
     script = str(repo_root / "scripts" / "simulate_interactions.py")
-    result = subprocess.run([sys.executable, script, "--input_path", str(bad), "--output_path", str(out),
-                             "--overwrite"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            script,
+            "--input_path",
+            str(bad),
+            "--output_path",
+            str(out),
+            "--overwrite",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2
     assert "tasks.jsonl, line 2: field 'problem_description'" in result.stderr
     assert out.read_text() == '{"keep": "me"}\n'
-    result = subprocess.run([sys.executable, str(repo_root / "scripts" / "evaluate_code.py"), str(bad)],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(repo_root / "scripts" / "evaluate_code.py"), str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and "line 1: field 'task': missing" in result.stderr

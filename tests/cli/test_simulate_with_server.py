@@ -55,7 +55,9 @@ def test_wrong_served_model_name_is_recorded_in_every_dialogue(server, tiny_mode
     assert "dialogues with simulator errors 1" in capsys.readouterr().out
 
 
-def test_stop_on_rejected_request_ends_the_dialogue_with_the_error(server, tiny_model_dir, tmp_path):
+def test_stop_on_rejected_request_ends_the_dialogue_with_the_error(
+    server, tiny_model_dir, tmp_path
+):
     port = int(server.rsplit(":", 1)[1].split("/")[0])
     out = tmp_path / "traj.jsonl"
     simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,

@@ -26,7 +26,9 @@ def test_num_tasks_and_bad_rows(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"problem_description": "p", "ground_truth": "g"}) + "\n"
                    + json.dumps({"ground_truth": "g"}) + "\n")
-    with pytest.raises(RecordError, match=r"bad.jsonl, line 2: field 'problem_description': missing"):
+    with pytest.raises(
+        RecordError, match=r"bad.jsonl, line 2: field 'problem_description': missing"
+    ):
         load_tasks(str(bad))
 
 

@@ -27,7 +27,9 @@ class ScriptedAgent(Agent):
             request = messages[1]["content"]
             index = int(request.split("#")[1].split()[0]) if "#" in request else 0
             turn = sum(m["role"] == "assistant" for m in messages)
-            outs.append(AgentOutput(prompt=f"PROMPT[{index}:{turn}]", output=self.scripts[index][turn]))
+            outs.append(
+                AgentOutput(prompt=f"PROMPT[{index}:{turn}]", output=self.scripts[index][turn])
+            )
         return outs
 
 
@@ -38,25 +40,35 @@ class ScriptedSimulator(Simulator):
     def reply_batch(self, conversations):
         self.seen.extend(conversations)
         if self.error_on_call is not None and len(self.seen) >= self.error_on_call:
-            return [SimulatorReply(text=None, error="HTTP 400: context too long") for _ in conversations]
+            return [
+                SimulatorReply(text=None, error="HTTP 400: context too long") for _ in conversations
+            ]
         return [SimulatorReply(text=self.reply) for _ in conversations]
 
 
 def _env(index=0, max_steps=10):
     task = Task(problem_description=f"#{index} " + TASK.problem_description,
                 ground_truth=TASK.ground_truth, test_cases=TASK.test_cases)
-    return BackendEnv(task, load_prompt(None, "agent"), load_prompt(None, "user"), max_steps=max_steps)
+    return BackendEnv(
+        task, load_prompt(None, "agent"), load_prompt(None, "user"), max_steps=max_steps
+    )
 
 
 def test_dialogue_records_turns_inputs_outputs_and_answer():
-    agent = ScriptedAgent([["hmm OUTPUT: What is x?", "ok OUTPUT: I WANT TO ANSWER: def f(x): return x + 41"]])
+    agent = ScriptedAgent(
+        [["hmm OUTPUT: What is x?", "ok OUTPUT: I WANT TO ANSWER: def f(x): return x + 41"]]
+    )
     simulator = ScriptedSimulator()
     [traj] = run_dialogues([_env()], agent, simulator)
     roles = [t.role for t in traj.dialogue_history]
     assert roles == ["user", "assistant", "user", "assistant"]
     first = traj.dialogue_history[1]
     # The message is the text after OUTPUT:, not stripped (as in the original).
-    assert (first.content, first.input, first.output) == (" What is x?", "PROMPT[0:0]", "hmm OUTPUT: What is x?")
+    assert (first.content, first.input, first.output) == (
+        " What is x?",
+        "PROMPT[0:0]",
+        "hmm OUTPUT: What is x?",
+    )
     assert len(traj.dialogue_history[2].content) == 400  # replies are cut to 400 characters
     assert traj.answer == " def f(x): return x + 41"
     # The simulator: a generic system message, then its prompt filled with the request, the
@@ -65,9 +77,12 @@ def test_dialogue_records_turns_inputs_outputs_and_answer():
     [conversation] = simulator.seen
     assert conversation[0] == {"role": "system", "content": "You are a helpful assistant."}
     transcript = f"user:#0 {TASK.problem_description}\n\n\n\nassistant: What is x?\n\n\n\nagent:"
-    expected = (load_prompt(None, "user").replace("{problem_description}", f"#0 {TASK.problem_description}")
-                .replace("{hidden_information}", TASK.ground_truth)
-                .replace("{dialogue_history}", transcript))
+    expected = (
+        load_prompt(None, "user")
+        .replace("{problem_description}", f"#0 {TASK.problem_description}")
+        .replace("{hidden_information}", TASK.ground_truth)
+        .replace("{dialogue_history}", transcript)
+    )
     assert conversation[1] == {"role": "user", "content": expected}
     assert "hmm" not in conversation[1]["content"]
     # The agent's second prompt: its prompt file as the system message, then the dialogue.
@@ -103,7 +118,9 @@ def test_rejected_simulator_request_gets_the_originals_reply_and_is_recorded():
 
 def test_rejected_simulator_request_can_end_the_dialogue_instead():
     agent = ScriptedAgent([["OUTPUT: q1?", "OUTPUT: q2?"]])
-    env = BackendEnv(TASK, load_prompt(None, "agent"), load_prompt(None, "user"), rejected_reply=None)
+    env = BackendEnv(
+        TASK, load_prompt(None, "agent"), load_prompt(None, "user"), rejected_reply=None
+    )
     [traj] = run_dialogues([env], agent, ScriptedSimulator(error_on_call=1))
     assert traj.extra["error"] == "simulator: HTTP 400: context too long"
     assert traj.dialogue_history[-1].role == "assistant" and traj.answer == "No answer"
@@ -111,7 +128,9 @@ def test_rejected_simulator_request_can_end_the_dialogue_instead():
 
 
 def test_single_turn_setting_answers_at_once():
-    env = BackendEnv(TASK, load_prompt(None, "agent", single_turn=True), load_prompt(None, "user"), max_steps=1)
+    env = BackendEnv(
+        TASK, load_prompt(None, "agent", single_turn=True), load_prompt(None, "user"), max_steps=1
+    )
     messages = env.agent_messages()
     assert messages[0]["role"] == "system" and "cannot ask" in messages[0]["content"]
     assert messages[1:] == [{"role": "user", "content": TASK.problem_description}]

@@ -29,7 +29,9 @@ RED_PAGE = (f'<html lang="en"><link href="{CDN}" rel="stylesheet"><body style="m
             '<div class="bg-red-500" style="height:300px"></div></body></html>')
 RED_500, YELLOW_800 = (0xEF, 0x44, 0x44), (0x92, 0x40, 0x0E)  # Tailwind 2.2.19 colours
 # The main thread stays busy longer than the fast pool's page-load timeout: a real failure.
-SLOW_PAGE = "<html><body><script>var t=Date.now();while(Date.now()-t<8000){}</script>x</body></html>"
+SLOW_PAGE = (
+    "<html><body><script>var t=Date.now();while(Date.now()-t<8000){}</script>x</body></html>"
+)
 
 
 class ScriptedAgent(Agent):
@@ -122,7 +124,10 @@ def test_pages_are_rendered_shown_to_the_simulator_and_answered(pool, tmp_path):
     turn = traj.dialogue_history[1]
     assert turn.content == f" Here is a draft:\n{RED_PAGE}\nDoes it look right?"
     assert turn.output == first and turn.input == "PROMPT0"
-    assert turn.extra == {"html": RED_PAGE, "screenshot": "run_screenshots/" + os.path.basename(page_png)}
+    assert turn.extra == {
+        "html": RED_PAGE,
+        "screenshot": "run_screenshots/" + os.path.basename(page_png),
+    }
     assert traj.dialogue_history[3].extra == {"html": None, "screenshot": None}
     # Replies are cut to 1000 characters.
     assert [len(t.content) for t in traj.dialogue_history[2::2]] == [1000, 1000]

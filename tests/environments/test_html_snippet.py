@@ -17,22 +17,30 @@ def page_from_output(raw_output):
     return split_page(parse_agent_output(raw_output).message)
 
 
-@pytest.mark.parametrize("message, page", [
-    # <html> beats <body>, even when the body comes first.
-    ("a <body>b</body> c <html><body>d</body></html> e", "<html><body>d</body></html>"),
-    # The first page, and the shortest match: the second page stays in the content.
-    ("<html>one</html> and <html>two</html>", "<html>one</html>"),
-    # Across lines, with attributes on the tag and a differently cased closing tag.
-    ('see:\n<html lang="en" class="h-full">\n<body>\nhi\n</body>\n</HTML >\nok',
-     '<html lang="en" class="h-full">\n<body>\nhi\n</body>\n</HTML >'),
-    # Without <html>, the first <body> with its attributes.
-    ("x <body class='p-4'>\n<p>b</p>\n</body> <body>2</body>", "<body class='p-4'>\n<p>b</p>\n</body>"),
-    # An unclosed <html> is no page; a closed <body> inside it still is.
-    ("<html><body>b</body>", "<body>b</body>"),
-    ("<htmlx>no</htmlx> <bodyguard>no</bodyguard>", None),
-    ("just words about html and body tags", None),
-    ("<html>never closed", None),
-])
+@pytest.mark.parametrize(
+    "message, page",
+    [
+        # <html> beats <body>, even when the body comes first.
+        ("a <body>b</body> c <html><body>d</body></html> e", "<html><body>d</body></html>"),
+        # The first page, and the shortest match: the second page stays in the content.
+        ("<html>one</html> and <html>two</html>", "<html>one</html>"),
+        # Across lines, with attributes on the tag and a differently cased closing tag.
+        (
+            'see:\n<html lang="en" class="h-full">\n<body>\nhi\n</body>\n</HTML >\nok',
+            '<html lang="en" class="h-full">\n<body>\nhi\n</body>\n</HTML >',
+        ),
+        # Without <html>, the first <body> with its attributes.
+        (
+            "x <body class='p-4'>\n<p>b</p>\n</body> <body>2</body>",
+            "<body class='p-4'>\n<p>b</p>\n</body>",
+        ),
+        # An unclosed <html> is no page; a closed <body> inside it still is.
+        ("<html><body>b</body>", "<body>b</body>"),
+        ("<htmlx>no</htmlx> <bodyguard>no</bodyguard>", None),
+        ("just words about html and body tags", None),
+        ("<html>never closed", None),
+    ],
+)
 def test_extract_page(message, page):
     assert extract_page(message) == page
     assert (find_page(message) is None) == (page is None)
@@ -46,10 +54,15 @@ def test_split_replaces_only_the_page():
 
 
 def test_only_the_text_after_output_counts():
-    raw = "<html>draft while thinking</html> OUTPUT: Shown: <html>final</html> OUTPUT: <html>x</html>"
+    raw = (
+        "<html>draft while thinking</html> OUTPUT: Shown: <html>final</html> OUTPUT: <html>x</html>"
+    )
     # the message between the two OUTPUT: markers, not stripped
     assert page_from_output(raw) == (f" Shown: {PAGE_PLACEHOLDER} ", "<html>final</html>")
     # A page written only while thinking is never shown.
-    assert page_from_output("<html>thinking</html> OUTPUT: What colours?") == (" What colours?", None)
+    assert page_from_output("<html>thinking</html> OUTPUT: What colours?") == (
+        " What colours?",
+        None,
+    )
     # Without OUTPUT: the whole message is visible, as written.
     assert page_from_output("  <body>a</body> ") == (f"  {PAGE_PLACEHOLDER} ", "<body>a</body>")

@@ -25,7 +25,9 @@ def test_without_marker_the_whole_generation_is_the_message():
 
 
 def test_answer_marker_ends_the_dialogue_and_carries_the_answer():
-    parsed = parse_agent_output("OUTPUT: I WANT TO ANSWER: ```python\ndef f():\n    return 1\n```\n")
+    parsed = parse_agent_output(
+        "OUTPUT: I WANT TO ANSWER: ```python\ndef f():\n    return 1\n```\n"
+    )
     assert parsed.is_answer and dialogue_ends(parsed, turn_number=3)
     assert answer_text(parsed.message) == " ```python\ndef f():\n    return 1\n```\n"
 

@@ -35,24 +35,74 @@ AGENT = ["--save_path", "SAVE_PATH", "--save_steps", "-1", "--logging_steps", "1
          "--wandb_run_name", "sweet_code_8b"]
 
 README_COMMANDS = [
-    ("simulate", ["--agent_model", "MODEL", "--hostname", "localhost", "--task_type", "code",
-                  "--num_tasks", "1000", "--input_path", "TEST", "--output_path", "OUT",
-                  "--env_model", "SIM"]),
+    (
+        "simulate",
+        [
+            "--agent_model",
+            "MODEL",
+            "--hostname",
+            "localhost",
+            "--task_type",
+            "code",
+            "--num_tasks",
+            "1000",
+            "--input_path",
+            "TEST",
+            "--output_path",
+            "OUT",
+            "--env_model",
+            "SIM",
+        ],
+    ),
     ("evaluate_code", ["OUT"]),
     ("visualize_dialogue_histories", ["OUT"]),
-    ("simulate", ["--agent_model", "MODEL", "--task_type", "html", "--num_tasks", "100",
-                  "--hostname", "localhost", "--output_path", "OUT", "--input_path", "TASKS",
-                  "--env_model", "SIM"]),
+    (
+        "simulate",
+        [
+            "--agent_model",
+            "MODEL",
+            "--task_type",
+            "html",
+            "--num_tasks",
+            "100",
+            "--hostname",
+            "localhost",
+            "--output_path",
+            "OUT",
+            "--input_path",
+            "TASKS",
+            "--env_model",
+            "SIM",
+        ],
+    ),
     ("evaluate_html", ["OUT"]),
     ("visualize_design_dialogue_histories", ["OUT"]),
     ("evaluate_code", ["DATA", "--k", "3", "--ground_truth_preference_path", "GT_PAIRS"]),
     ("train_dpo", CRITIC),
     ("sample_best_of_n", ["DATA", "SAMPLED", "--data_fraction", "0.1"]),
-    ("rank_best_of_n", ["--model_id", "REWARD_PATH", "--input_path", "SAMPLED", "--output_path", "RANKED"]),
+    (
+        "rank_best_of_n",
+        ["--model_id", "REWARD_PATH", "--input_path", "SAMPLED", "--output_path", "RANKED"],
+    ),
     ("generate_random_pairs", ["RANKED", "PAIRS", "--no_prompt", "--num_pairs", "4"]),
     ("train_dpo", AGENT),
-    ("simulate", ["--agent_model", "SAVE_PATH", "--hostname", "host", "--input_path", "TEST",
-                  "--task_type", "code", "--num_tasks", "1000", "--output_path", "EVAL"]),
+    (
+        "simulate",
+        [
+            "--agent_model",
+            "SAVE_PATH",
+            "--hostname",
+            "host",
+            "--input_path",
+            "TEST",
+            "--task_type",
+            "code",
+            "--num_tasks",
+            "1000",
+            "--output_path",
+            "EVAL",
+        ],
+    ),
     ("evaluate_code", ["EVAL"]),
 ]
 # The frontend data command; it needs simulate's --train (added there by its owner).
@@ -160,7 +210,9 @@ def test_use_wandb_without_the_package_stops_before_any_work(tmp_path):
     assert "k3y-s3cr3t" not in result.stdout + result.stderr
     result = _run("scripts/train_sft.py", "--pretrain", "M", "--dataset", "D", "--save_path", save,
                   "--use_wandb", "k3y-s3cr3t")
-    assert result.returncode == 2 and "needs the wandb package" in result.stderr and not save.exists()
+    assert (
+        result.returncode == 2 and "needs the wandb package" in result.stderr and not save.exists()
+    )
 
 
 def test_use_wandb_logs_offline_and_never_writes_the_key(tiny_model_dir, tmp_path):
@@ -183,7 +235,13 @@ def test_use_wandb_logs_offline_and_never_writes_the_key(tiny_model_dir, tmp_pat
 def test_viewers_take_one_argument(tmp_path):
     """``visualize_*_dialogue_histories.py FILE``: the page is written beside FILE."""
     task = {"problem_description": "p", "ground_truth": "<html><body>r</body></html>"}
-    rows = [{"task": task, "dialogue_history": [{"role": "user", "content": "p"}], "answer": "No answer"}]
+    rows = [
+        {
+            "task": task,
+            "dialogue_history": [{"role": "user", "content": "p"}],
+            "answer": "No answer",
+        }
+    ]
     src = tmp_path / "temp_test_html.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     for viewer in ("visualizers/visualize_design_dialogue_histories.py",
@@ -233,7 +291,9 @@ def test_evaluate_html_readme_command_on_original_rows(tmp_path):
     assert rewards[0] == 1.0 and rewards[1] == rewards[3]  # black vs the same reference
     # Best-of-2: task 0 = max(1.0, black) = 1.0; task 1 = black vs teal (both rollouts)
     lines = result.stdout.strip().splitlines()
-    assert lines[-4].startswith("evaluate_html: 4 trajectories (2 tasks x 2), best-of-2 CLIP similarity")
+    assert lines[-4].startswith(
+        "evaluate_html: 4 trajectories (2 tasks x 2), best-of-2 CLIP similarity"
+    )
     assert float(lines[-3]) == pytest.approx(sum(rewards) / 4)
     assert lines[-2] == f"Best-of-2 Average reward: {(1.0 + rewards[1]) / 2}"
     # pairs: task 0's rollouts differ by >= 0.1 (1.0 vs black), task 1's are equal
@@ -248,24 +308,36 @@ def test_filter_websites_original_names_without_a_browser(tmp_path):
                   "--filtered_path", out, "--temp_path", tmp_path / "scratch", "--train")
     assert result.returncode == 2 and str(tmp_path / "none.jsonl") in result.stderr
     assert "--temp_path not used" in result.stderr and not out.exists()
-    result = _run("scripts/filter_websites.py", tmp_path / "a.jsonl", "--saved_path", tmp_path / "b.jsonl",
-                  "--filtered_path", out)
+    result = _run(
+        "scripts/filter_websites.py",
+        tmp_path / "a.jsonl",
+        "--saved_path",
+        tmp_path / "b.jsonl",
+        "--filtered_path",
+        out,
+    )
     assert result.returncode == 2 and "disagree" in result.stderr
     result = _run("scripts/filter_websites.py", "--saved_path", tmp_path / "a.jsonl")
-    assert result.returncode == 2 and "--output_path (or --filtered_path) is required" in result.stderr
+    assert (
+        result.returncode == 2 and "--output_path (or --filtered_path) is required" in result.stderr
+    )
 
 
 def test_filter_websites_original_names(render_assets, tmp_path):
     """The original's ``filter_websites.py --saved_path IN --filtered_path OUT``, for real."""
-    tasks = [{"problem_description": "ok", "ground_truth": "<html><body><h1>Hello</h1></body></html>"},
-             {"problem_description": "blank", "ground_truth": "<html><body></body></html>"}]
+    tasks = [
+        {"problem_description": "ok", "ground_truth": "<html><body><h1>Hello</h1></body></html>"},
+        {"problem_description": "blank", "ground_truth": "<html><body></body></html>"},
+    ]
     src = tmp_path / "tasks.jsonl"
     src.write_text("".join(json.dumps(t) + "\n" for t in tasks))
     out = tmp_path / "kept.jsonl"
     result = _run("scripts/filter_websites.py", "--saved_path", src, "--filtered_path", out,
                   "--assets_dir", render_assets, "--pool_size", "1")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert [json.loads(line)["problem_description"] for line in out.read_text().splitlines()] == ["ok"]
+    assert [json.loads(line)["problem_description"] for line in out.read_text().splitlines()] == [
+        "ok"
+    ]
 
 
 # The original scripts' parameters, in their order (fire fills positional arguments in it).

@@ -27,20 +27,29 @@ from tests.simulators.fake_openai_server import FakeOpenAIServer, Step
 # An official-style agent prompt: it ends with a literal {dialogue_history}, which the original
 # never fills in. It must reach the model exactly as written.
 AGENT_PROMPT = "Help the user.\nComplete only the next reply:\n{dialogue_history}"
-USER_PROMPT = "Request: {problem_description}\nHidden: {hidden_information}\nSo far:\n{dialogue_history}"
+USER_PROMPT = (
+    "Request: {problem_description}\nHidden: {hidden_information}\nSo far:\n{dialogue_history}"
+)
 TASK = Task(problem_description="Write f(x).", ground_truth="def f(x):\n    return 2 * x",
             test_cases={"test1": "f(1)"})
 
 H = "<|start_header_id|>{}<|end_header_id|>\n\n"
 TURN_3_INPUT = (
     "<|begin_of_text|>"
-    + H.format("system") + "Help the user.\nComplete only the next reply:\n{dialogue_history}<|eot_id|>"
-    + H.format("user") + "Write f(x).<|eot_id|>"
-    + H.format("assistant") + "What is x?<|eot_id|>"
-    + H.format("user") + "A number.<|eot_id|>"
-    + H.format("assistant") + "Integer or float?<|eot_id|>"
-    + H.format("user") + "Integer.<|eot_id|>"
-    + H.format("assistant"))
+    + H.format("system")
+    + "Help the user.\nComplete only the next reply:\n{dialogue_history}<|eot_id|>"
+    + H.format("user")
+    + "Write f(x).<|eot_id|>"
+    + H.format("assistant")
+    + "What is x?<|eot_id|>"
+    + H.format("user")
+    + "A number.<|eot_id|>"
+    + H.format("assistant")
+    + "Integer or float?<|eot_id|>"
+    + H.format("user")
+    + "Integer.<|eot_id|>"
+    + H.format("assistant")
+)
 TURN_3_MESSAGES = [
     {"role": "system", "content": AGENT_PROMPT},
     {"role": "user", "content": "Write f(x)."},
@@ -84,8 +93,15 @@ def test_in_process_simulator_formats_the_same_two_messages(tiny_model_dir):
     env = two_turns_played()
     simulator = LocalSimulator(tiny_model_dir, max_new_tokens=2, device="cpu")
     prompt = simulator.generator.format(env.simulator_messages())
-    assert prompt == ("<|begin_of_text|>" + H.format("system") + "You are a helpful assistant.<|eot_id|>"
-                      + H.format("user") + SIMULATOR_TEXT + "<|eot_id|>" + H.format("assistant"))
+    assert prompt == (
+        "<|begin_of_text|>"
+        + H.format("system")
+        + "You are a helpful assistant.<|eot_id|>"
+        + H.format("user")
+        + SIMULATOR_TEXT
+        + "<|eot_id|>"
+        + H.format("assistant")
+    )
     [reply] = simulator.reply_batch([env.simulator_messages()])
     assert reply.error is None and isinstance(reply.text, str)
 

@@ -13,7 +13,8 @@ Token counts of the hand-made record with the tiny tokenizer (BPE trained by
 sweet_rl/tiny_model.py, which adds no BOS of its own):
   "In light that the final answer is: def f(a, b): return a + b."  -> 22 tokens
   input (chat template, one user message, generation prompt)       -> 20 tokens, of which
-      the last 6 follow its last <|eot_id|>: <|start_header_id|> ass istant <|end_header_id|> \\n \\n
+      the last 6 follow its last <|eot_id|>:
+      <|start_header_id|> ass istant <|end_header_id|> \\n \\n
   "OUTPUT: ints?"            -> 6 tokens;   "I WANT TO ANSWER: def f" -> 7 tokens
 So the critic's texts are 22 + 20 + 6 = 48 and 49 tokens, and the spans are
   original: 47 and 48 (all but the first);  turn: 6 + 6 = 12 and 13;  candidate: 6 and 7.
@@ -39,13 +40,18 @@ SPANS_WITH_BOS = {"original": [48, 49], "turn": [12, 13], "candidate": [6, 7]}
 def _step_file(path, tokenizer):
     prompt = tokenizer.apply_chat_template([{"role": "user", "content": "add two numbers"}],
                                            tokenize=False, add_generation_prompt=True)
-    row = {"input": prompt,
-           "input_with_ground_truth": f"In light that the final answer is: {GROUND_TRUTH}." + prompt,
-           "older_output": "o", "reward": 1.0, "ground_truth": GROUND_TRUTH, "messages": [],
-           "additional_outputs": CANDIDATES,
-           # reference 0: judge_result is the critic's own score
-           "additional_reference_logprobs": [0.0, 0.0],
-           "additional_reference_logprobs_sum": [0.0, 0.0]}
+    row = {
+        "input": prompt,
+        "input_with_ground_truth": f"In light that the final answer is: {GROUND_TRUTH}." + prompt,
+        "older_output": "o",
+        "reward": 1.0,
+        "ground_truth": GROUND_TRUTH,
+        "messages": [],
+        "additional_outputs": CANDIDATES,
+        # reference 0: judge_result is the critic's own score
+        "additional_reference_logprobs": [0.0, 0.0],
+        "additional_reference_logprobs_sum": [0.0, 0.0],
+    }
     with open(path, "w", encoding="utf-8") as handle:
         handle.write(json.dumps(row) + "\n")
     return str(path), row
@@ -61,9 +67,19 @@ def _bos_model(tiny_model_dir, target):
     spec["post_processor"] = {
         "type": "TemplateProcessing",
         "single": [bos, {"Sequence": {"id": "A", "type_id": 0}}],
-        "pair": [bos, {"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
-        "special_tokens": {"<|begin_of_text|>": {"id": "<|begin_of_text|>", "ids": [0],
-                                                 "tokens": ["<|begin_of_text|>"]}}}
+        "pair": [
+            bos,
+            {"Sequence": {"id": "A", "type_id": 0}},
+            {"Sequence": {"id": "B", "type_id": 1}},
+        ],
+        "special_tokens": {
+            "<|begin_of_text|>": {
+                "id": "<|begin_of_text|>",
+                "ids": [0],
+                "tokens": ["<|begin_of_text|>"],
+            }
+        },
+    }
     with open(target / "tokenizer.json", "w", encoding="utf-8") as handle:
         json.dump(spec, handle)
     return str(target)

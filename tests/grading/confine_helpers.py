@@ -16,7 +16,9 @@ import pytest
 
 from sweet_rl.grading.sandbox import sandbox_cleanup, sandbox_landlock
 
-SANDBOX = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "sweet_rl", "grading", "sandbox"))
+SANDBOX = os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", "..", "sweet_rl", "grading", "sandbox")
+)
 IS_ROOT = os.geteuid() == 0
 HAS_LANDLOCK = sandbox_landlock.landlock_abi() > 0
 NOBODY = 65534

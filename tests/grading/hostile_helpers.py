@@ -144,7 +144,11 @@ class HostileWorld:
         for path in (self.dgram_path, self.stream_path):
             os.chmod(path, 0o777)
         sleeper = shutil.which("sleep")
-        command = [sleeper, "3600"] if sleeper else [sys.executable, "-c", "import time; time.sleep(3600)"]
+        command = (
+            [sleeper, "3600"]
+            if sleeper
+            else [sys.executable, "-c", "import time; time.sleep(3600)"]
+        )
         self.victim = subprocess.Popen(command, stdin=subprocess.DEVNULL)
         self.victim_was = _process_state(self.victim.pid)
         self.ipc_key = random.randrange(0x10000000, 0x7FFF0000) & ~0xFF
@@ -172,12 +176,17 @@ class HostileWorld:
                 if handle.read() != "still here":
                     found.append("the canary's content changed")
             if _metadata(self.canary) != self.canary_was:
-                found.append(f"the canary's metadata changed: {self.canary_was} -> {_metadata(self.canary)}")
+                found.append(
+                    f"the canary's metadata changed: {self.canary_was} -> {_metadata(self.canary)}"
+                )
         except OSError as error:
             found.append(f"the canary is gone: {error}")
         if os.path.lexists(self.outside):
             found.append(f"{self.outside} was written")
-        for name, server in (("the TCP listener", self.tcp), ("the unix stream listener", self.stream)):
+        for name, server in (
+            ("the TCP listener", self.tcp),
+            ("the unix stream listener", self.stream),
+        ):
             try:
                 server.accept()[0].close()
                 found.append(f"{name} got a connection")
@@ -245,8 +254,12 @@ def grade_batch(rules: str, folder: str, scratch_root: str, workers: int = 2) ->
 
     with HostileWorld(folder) as world:
         rows = world.load()
-        grader = Grader(rules, timeout=1.0, memory_mb=512, workers=workers, scratch_root=scratch_root)
-        graded = grader.grade([(row["answer"], row["ground_truth"], row["test_cases"]) for row in rows])
+        grader = Grader(
+            rules, timeout=1.0, memory_mb=512, workers=workers, scratch_root=scratch_root
+        )
+        graded = grader.grade(
+            [(row["answer"], row["ground_truth"], row["test_cases"]) for row in rows]
+        )
         return {"isolation": grader.isolation,
                 "expected": {row["name"]: row["expected"][rules] for row in rows},
                 "results": {row["name"]: {"reward": result.reward, "tests": result.tests,

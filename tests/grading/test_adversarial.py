@@ -177,7 +177,9 @@ def closed_folder(path, uid, gid):
 def as_user_env(folder):
     """The environment of a batch run as another uid: the project importable, home in
     ``folder``, the secret the ``environment`` answer looks for."""
-    path = os.pathsep.join([PROJECT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+    path = os.pathsep.join(
+        [PROJECT] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     return {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": folder, "TMPDIR": folder,
             "PYTHONPATH": path, "SWEET_RL_ADVERSARIAL_SECRET": SECRET}
 
@@ -189,7 +191,8 @@ def as_user_obstacle(uid, gid, folder):
     reachable, blocker = scratch_reachable(folder, uid, gid)
     if not reachable:
         return f"uid {uid} cannot write in {folder}: {blocker} is closed to it"
-    probe = f"import sweet_rl.grading.grader, tqdm; open({FIXTURE!r}).close(); open({HELPERS!r}).close()"
+    probe = (f"import sweet_rl.grading.grader, tqdm; open({FIXTURE!r}).close(); "
+             f"open({HELPERS!r}).close()")
     try:
         done = subprocess.run([sys.executable, "-c", probe], user=uid, group=gid, extra_groups=[],
                               env=as_user_env(folder), cwd=folder, capture_output=True, text=True,
@@ -261,7 +264,8 @@ def test_scratch_root_the_sandbox_user_cannot_enter_is_refused_naming_the_folder
 
 def test_files_an_answer_writes_in_its_scratch_folder_are_removed(scratch):
     grader = Grader("strict", timeout=1.0, memory_mb=512, workers=1, scratch_root=scratch)
-    answer = "def make(x):\n    open('left.txt', 'w').write('x' * x)\n    return open('left.txt').read()\n"
+    answer = ("def make(x):\n    open('left.txt', 'w').write('x' * x)\n"
+              "    return open('left.txt').read()\n")
     [result] = grader.grade([(answer, answer, {"t": "make(3)"})])
     assert result.reward == 1.0
     assert os.listdir(scratch) == []

@@ -22,7 +22,9 @@ def test_code_is_cut_from_the_first_python_fence():
     chat = "Sure.\n```python\n" + SQUARE + "```\nand an aside\n```\nnot code\n```"
     assert grade(chat).reward == 1.0
     assert grade("```\n" + SQUARE + "```").reward == 1.0
-    assert grade("I WANT TO ANSWER: " + SQUARE).reward == 0.0  # bare text is run as is: syntax error
+    assert (
+        grade("I WANT TO ANSWER: " + SQUARE).reward == 0.0
+    )  # bare text is run as is: syntax error
 
 
 def test_benchmark_word_list_blocks_without_running():

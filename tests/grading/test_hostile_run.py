@@ -34,11 +34,18 @@ MARGIN = 60.0
 def trajectory(row: dict) -> dict:
     """A backend trajectory whose final answer is ``row``'s attack."""
     description = f"adversarial answer {row['name']}"
-    return {"task": {"problem_description": description, "ground_truth": row["ground_truth"],
-                     "test_cases": row["test_cases"]},
-            "dialogue_history": [{"role": "user", "content": description},
-                                 {"role": "assistant", "content": "I WANT TO ANSWER: " + row["answer"]}],
-            "answer": row["answer"]}
+    return {
+        "task": {
+            "problem_description": description,
+            "ground_truth": row["ground_truth"],
+            "test_cases": row["test_cases"],
+        },
+        "dialogue_history": [
+            {"role": "user", "content": description},
+            {"role": "assistant", "content": "I WANT TO ANSWER: " + row["answer"]},
+        ],
+        "answer": row["answer"],
+    }
 
 
 def record_limits() -> dict:

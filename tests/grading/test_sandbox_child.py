@@ -73,8 +73,10 @@ def test_result_lines_are_json_with_awkward_details(child):
 def test_benchmark_namespace_is_the_published_graders(child):
     # the published grader exec's the code inside a function of sweet_rl/utils/code_utils.py:
     # module globals (with its imports), that function's locals, a fresh copy per test here
-    code = ("e = 1\nx = 5\ndef f():\n    global leaked\n    leaked = globals().get('leaked', 0) + 1\n"
-            "    return (__name__, leaked, signal.SIGINT.name, Empty.__name__)\n")
+    code = (
+        "e = 1\nx = 5\ndef f():\n    global leaked\n    leaked = globals().get('leaked', 0) + 1\n"
+        "    return (__name__, leaked, signal.SIGINT.name, Empty.__name__)\n"
+    )
     compiled = compile(code, "<answer>", "exec")
     assert child._run_test(compiled, code, "f()", "benchmark") == (
         "sweet_rl.utils.code_utils", 1, "SIGINT", "Empty")

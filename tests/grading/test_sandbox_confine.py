@@ -11,8 +11,7 @@ import textwrap
 import pytest
 
 from sweet_rl.grading.sandbox import sandbox_seccomp
-from tests.grading.confine_helpers import (IS_ROOT, NOBODY, needs_root, run_script, script_result,
-                                              shared_tmp)  # noqa: F401 - shared_tmp is a fixture
+from tests.grading.confine_helpers import (IS_ROOT, NOBODY, needs_root, run_script, script_result)
 
 X86_64 = os.uname().machine == "x86_64"
 needs_x86_64 = pytest.mark.skipif(not X86_64, reason="system call numbers below are x86-64's")
@@ -212,8 +211,10 @@ def test_the_two_stages_together_give_the_whole_filter(machine, arch, rows):
 def test_seccomp_tables_are_the_tested_ones():
     assert sandbox_seccomp.REFUSED == {"x86_64": REFUSED_X86, "aarch64": REFUSED_ARM64}
     assert sandbox_seccomp.SELF_ONLY == {"x86_64": SELF_ONLY_X86, "aarch64": SELF_ONLY_ARM64}
-    assert sandbox_seccomp.WHICH_WHO == {"x86_64": {"setpriority": (141, 0), "ioprio_set": (251, 1)},
-                                         "aarch64": {"setpriority": (140, 0), "ioprio_set": (30, 1)}}
+    assert sandbox_seccomp.WHICH_WHO == {
+        "x86_64": {"setpriority": (141, 0), "ioprio_set": (251, 1)},
+        "aarch64": {"setpriority": (140, 0), "ioprio_set": (30, 1)},
+    }
     assert sandbox_seccomp.seccomp_program("riscv64") is None
 
 
@@ -231,9 +232,12 @@ def test_seccomp_numbers_match_the_installed_kernel_headers(machine, header):
     if not os.path.exists(header):
         pytest.skip(f"{header} is not installed (linux-libc-dev)")
     known = _header_numbers(header)
-    table = dict(sandbox_seccomp.REFUSED[machine], **sandbox_seccomp.FILTERED[machine],
-                 **sandbox_seccomp.SELF_ONLY[machine],
-                 **{name: number for name, (number, _) in sandbox_seccomp.WHICH_WHO[machine].items()})
+    table = dict(
+        sandbox_seccomp.REFUSED[machine],
+        **sandbox_seccomp.FILTERED[machine],
+        **sandbox_seccomp.SELF_ONLY[machine],
+        **{name: number for name, (number, _) in sandbox_seccomp.WHICH_WHO[machine].items()},
+    )
     newer = {name for name in table if name not in known}
     # calls newer than the headers this test is likely to find (Linux 6.6 to 6.17)
     assert newer <= {"open_tree_attr", "fchmodat2", "setxattrat", "removexattrat",
@@ -307,7 +311,8 @@ def test_seccomp_filter_refuses_and_allows_on_the_real_kernel():
             "utime": outcome(lambda: os.utime(here)),
             "setxattr": outcome(lambda: os.setxattr(here, "user.note", b"x")),
             "chown": outcome(lambda: os.chown(here, -1, -1)),
-            "prlimit_parent": outcome(lambda: resource.prlimit(victim, resource.RLIMIT_NOFILE, (64, 64))),
+            "prlimit_parent": outcome(
+                lambda: resource.prlimit(victim, resource.RLIMIT_NOFILE, (64, 64))),
             "setpriority_parent": outcome(lambda: os.setpriority(os.PRIO_PROCESS, victim, 5)),
             "setpriority_user": outcome(lambda: os.setpriority(os.PRIO_USER, 0, 5)),
             "affinity_parent": outcome(lambda: os.sched_setaffinity(victim, {0})),

@@ -11,8 +11,14 @@ import pytest
 
 from sweet_rl.grading.sandbox import sandbox_cleanup, sandbox_landlock
 from sweet_rl.grading.sandbox.sandbox_confine import ListOnly, readable_roots, scratch_reachable
-from tests.grading.confine_helpers import (SANDBOX, IS_ROOT, NOBODY, needs_landlock, needs_root,
-                                              script_result, shared_tmp)  # noqa: F401 - a fixture
+from tests.grading.confine_helpers import (
+    SANDBOX,
+    IS_ROOT,
+    NOBODY,
+    needs_landlock,
+    needs_root,
+    script_result,
+)
 
 
 # -- Landlock ------------------------------------------------------------------------------
@@ -41,9 +47,13 @@ def test_readable_roots_leave_out_this_project(tmp_path):
     # project files linked into a site-packages folder from elsewhere: the target is hidden too
     other_site = os.path.realpath(str(tmp_path / "other-site"))
     os.makedirs(os.path.join(other_site, "linked-metadata"))
-    os.symlink(os.path.join(other_site, "linked-metadata"), os.path.join(site, "sweet_rl-0.2.dist-info"))
+    os.symlink(
+        os.path.join(other_site, "linked-metadata"), os.path.join(site, "sweet_rl-0.2.dist-info")
+    )
     roots = readable_roots([site, other_site])
-    assert ListOnly(other_site) in roots and os.path.join(other_site, "linked-metadata") not in roots
+    assert (
+        ListOnly(other_site) in roots and os.path.join(other_site, "linked-metadata") not in roots
+    )
     assert ListOnly(site) in roots and isinstance(roots[roots.index(site)], ListOnly)
     # one rule per entry but the project's entries and .pth files; links by their target
     assert sorted(p for p in roots if p.startswith(site + os.sep)) == [
@@ -111,13 +121,29 @@ def test_landlock_reads_third_party_packages_but_not_the_project(tmp_path):
     results = script_result(f"site, jobs, outside, project = {site!r}, {jobs!r}, {outside!r}, "
                             f"{project!r}\n" + textwrap.dedent(LANDLOCK_PROBE))
     assert results == {
-        "goodpkg": 42, "goodmod": 1, "import sweet_rl": "PermissionError",
+        "goodpkg": 42,
+        "goodmod": 1,
+        "import sweet_rl": "PermissionError",
         # names stay listable (the import system lists the folder), contents do not
-        "listing": ["__editable__.sweet_rl-0.1.0.pth", "__editable___sweet_rl_0_1_0_finder.py",
-                    "alias", "goodlink", "goodmod.py", "goodpkg", "other.pth", "sweet_rl",
-                    "sweet_rl-0.1.0.dist-info"],
-        "tasks": "EACCES", "tasks via link": "EACCES", "record": "EACCES", "pth": "EACCES",
-        "project readme": "EACCES", "stdlib": "ok", "write in jobs": "ok", "write outside": "EACCES",
+        "listing": [
+            "__editable__.sweet_rl-0.1.0.pth",
+            "__editable___sweet_rl_0_1_0_finder.py",
+            "alias",
+            "goodlink",
+            "goodmod.py",
+            "goodpkg",
+            "other.pth",
+            "sweet_rl",
+            "sweet_rl-0.1.0.dist-info",
+        ],
+        "tasks": "EACCES",
+        "tasks via link": "EACCES",
+        "record": "EACCES",
+        "pth": "EACCES",
+        "project readme": "EACCES",
+        "stdlib": "ok",
+        "write in jobs": "ok",
+        "write outside": "EACCES",
     }
 
 
@@ -263,7 +289,9 @@ def cleanup_script(root, outside, setup, depth=3000):
 
 
 @needs_root
-@pytest.mark.parametrize("how", ["root without capabilities", "owner uid", "owner uid, no fchmodat2"])
+@pytest.mark.parametrize(
+    "how", ["root without capabilities", "owner uid", "owner uid, no fchmodat2"]
+)
 def test_remove_tree_fixes_permissions_without_privilege(shared_tmp, how):
     root, outside = os.path.join(shared_tmp, "job"), make_outside(shared_tmp)
     os.mkdir(root)
@@ -291,8 +319,10 @@ def test_remove_tree_counts_what_it_cannot_remove(shared_tmp):
     open(os.path.join(root, "mine"), "w").close()
     for path in (root, os.path.join(root, "nested"), os.path.join(root, "mine")):
         os.chown(path, NOBODY, NOBODY)
-    results = script_result(f"become_user({NOBODY})\n"
-                            f"report([confine.remove_tree({root!r}), sorted(os.listdir({root!r}))])")
+    results = script_result(
+        f"become_user({NOBODY})\n"
+        f"report([confine.remove_tree({root!r}), sorted(os.listdir({root!r}))])"
+    )
     # theirs/a and theirs/b cannot be unlinked (2) nor theirs removed (1); nested/theirs_too
     # cannot be moved up (moving a folder needs write access to it: 1, its content unseen)
     # nor nested removed (1): 5 in all; "mine" is gone
@@ -325,7 +355,10 @@ def test_scratch_reachable_names_the_first_blocking_folder(shared_tmp):
     assert scratch_reachable(scratch, 4242) == (True, None)
     os.chmod(scratch, 0o755)  # others may enter but not write
     assert scratch_reachable(scratch, 4242) == (False, scratch)
-    assert scratch_reachable(os.path.join(scratch, "missing"), me) == (False, os.path.join(scratch, "missing"))
+    assert scratch_reachable(os.path.join(scratch, "missing"), me) == (
+        False,
+        os.path.join(scratch, "missing"),
+    )
     link = os.path.join(shared_tmp, "link")  # links are resolved: the target's path counts
     os.symlink(scratch, link)
     assert scratch_reachable(link, 4242) == (False, scratch)

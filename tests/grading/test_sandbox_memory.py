@@ -70,7 +70,9 @@ def test_files_an_answer_keeps_count_against_its_memory_bound(tmp_path):
 def test_a_hoarding_answer_fails_alone_in_a_batch(tmp_path):
     grader = Grader("benchmark", timeout=3.0, memory_mb=128, workers=1, scratch_root=str(tmp_path))
     tests = {"a": "f(2)", "b": "f(40)", "c": "f(3)"}
-    results = grader.grade([(HONEST, HONEST, tests), (HOARD, HONEST, tests), (HONEST, HONEST, tests)])
+    results = grader.grade(
+        [(HONEST, HONEST, tests), (HOARD, HONEST, tests), (HONEST, HONEST, tests)]
+    )
     if not grader.isolation.get("memory_cgroup"):
         pytest.skip("no memory cgroup can be made here")
     assert [r.tests for r in results] == [["pass"] * 3, ["pass", "crash", "pass"], ["pass"] * 3]

@@ -35,23 +35,78 @@ def trip(value):
     return decode(encode(value))
 
 
-@pytest.mark.parametrize("value", [
-    None, True, False, 0, -7, 2 ** 80, -(2 ** 70), 1.5, -0.0, float("inf"), -float("inf"), 1e300,
-    1 + 2j, "text", "", "a\"b\\", "über\n", "\ud800", b"\x00\xff", bytearray(b"ab"), [1, [2, (3, 4)]],
-    (), [], {}, set(), {"a": {1, 2}, (1, 2): frozenset({3})}, range(1, 9, 2), range(-2 ** 70, 0),
-    datetime.datetime(2024, 2, 29, 12, 30), datetime.date(2020, 1, 1), datetime.time(5, 6),
-    datetime.timedelta(days=2, seconds=3), decimal.Decimal("1.10"), fractions.Fraction(2, 6),
-    collections.deque([1, 2], maxlen=4), collections.OrderedDict([("b", 1), ("a", 2)]),
-    collections.Counter("aab"), list(range(300)), [i / 3 for i in range(300)], ["s"] * 300,
-    tuple(range(-300, 0)), [2 ** 70] * 300,
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        False,
+        0,
+        -7,
+        2**80,
+        -(2**70),
+        1.5,
+        -0.0,
+        float("inf"),
+        -float("inf"),
+        1e300,
+        1 + 2j,
+        "text",
+        "",
+        'a"b\\',
+        "über\n",
+        "\ud800",
+        b"\x00\xff",
+        bytearray(b"ab"),
+        [1, [2, (3, 4)]],
+        (),
+        [],
+        {},
+        set(),
+        {"a": {1, 2}, (1, 2): frozenset({3})},
+        range(1, 9, 2),
+        range(-(2**70), 0),
+        datetime.datetime(2024, 2, 29, 12, 30),
+        datetime.date(2020, 1, 1),
+        datetime.time(5, 6),
+        datetime.timedelta(days=2, seconds=3),
+        decimal.Decimal("1.10"),
+        fractions.Fraction(2, 6),
+        collections.deque([1, 2], maxlen=4),
+        collections.OrderedDict([("b", 1), ("a", 2)]),
+        collections.Counter("aab"),
+        list(range(300)),
+        [i / 3 for i in range(300)],
+        ["s"] * 300,
+        tuple(range(-300, 0)),
+        [2**70] * 300,
+    ],
+)
 def test_round_trip_keeps_value_and_type(value):
     back = trip(value)
     assert back == value and type(back) is type(value)
 
 
-@pytest.mark.parametrize("value", [0, -7, 2 ** 53 - 1, -(2 ** 53) + 1, 2 ** 53, "", "a\"b\\", "über\n",
-                                   "\ud800", 1.5, -0.0, 1e300, True, False, None])
+@pytest.mark.parametrize(
+    "value",
+    [
+        0,
+        -7,
+        2**53 - 1,
+        -(2**53) + 1,
+        2**53,
+        "",
+        'a"b\\',
+        "über\n",
+        "\ud800",
+        1.5,
+        -0.0,
+        1e300,
+        True,
+        False,
+        None,
+    ],
+)
 def test_shortcut_for_common_values_writes_what_the_general_path_writes(value):
     general = sandbox_values._encode_stream((value,), None)
     assert encode(value) == general
@@ -85,7 +140,11 @@ def test_library_subclasses_keep_their_comparison_rules():
 
 
 def test_dict_views_are_real_views():
-    keys, items, values = trip({"a": 1, "b": 2}.keys()), trip({"a": 1}.items()), trip({"a": 1}.values())
+    keys, items, values = (
+        trip({"a": 1, "b": 2}.keys()),
+        trip({"a": 1}.items()),
+        trip({"a": 1}.values()),
+    )
     assert outputs_match(keys, trip({"b": 3, "a": 4}.keys())) and outputs_match(keys, {"a", "b"})
     assert outputs_match(keys, frozenset("ab")) and not outputs_match(keys, ["a", "b"])
     assert outputs_match(items, {("a", 1)}) and not outputs_match(items, {("a", 2)})
@@ -226,9 +285,26 @@ def test_values_over_the_bounds_become_opaque():
     assert isinstance(trip(cycle), Opaque)
 
 
-@pytest.mark.parametrize("text", ['{"zz": 1}', '"l5"', '["l1",1,2]', 'not json', '["d1","l0",1]',
-                                  '"Zoo"', '["zz"]', 'NaN', '["l1",[1]]', '"pdAAAA"', '"q-1,"',
-                                  '"ai,2"', '"fnan:other"', '["?==",1,2,3]', '"I0x' + "f" * 200_000 + '"'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"zz": 1}',
+        '"l5"',
+        '["l1",1,2]',
+        "not json",
+        '["d1","l0",1]',
+        '"Zoo"',
+        '["zz"]',
+        "NaN",
+        '["l1",[1]]',
+        '"pdAAAA"',
+        '"q-1,"',
+        '"ai,2"',
+        '"fnan:other"',
+        '["?==",1,2,3]',
+        '"I0x' + "f" * 200_000 + '"',
+    ],
+)
 def test_malformed_wire_text_is_refused(text):
     with pytest.raises(DecodeError):
         decode(text)

@@ -27,7 +27,8 @@ def probe(outside):
             outcome(lambda: write(outside)), outcome(lambda: write("inside.txt")),
             sorted(os.listdir(".")))
 """
-LEAVE_FILES = "def leave(n):\n    for i in range(n):\n        open('left%d.txt' % i, 'w').close()\n    return n\n"
+LEAVE_FILES = ("def leave(n):\n    for i in range(n):\n"
+               "        open('left%d.txt' % i, 'w').close()\n    return n\n")
 SLOW = "def slow():\n    while True:\n        pass\n"
 
 

@@ -140,7 +140,9 @@ def test_reference_page_renders_offline_with_tailwind(pool):
         assert pixel(res2.png, 2, h + 2) == (255, 255, 255)
         assert len(got) >= h
         assert pixel(res2.png, w - 1, h - 1) == tuple(ref[h - 1][(w - 1) * 3 : w * 3])
-        assert pixel(res2.png, w // 2, h // 2) == tuple(ref[h // 2][(w // 2) * 3 : (w // 2) * 3 + 3])
+        assert pixel(res2.png, w // 2, h // 2) == tuple(
+            ref[h // 2][(w // 2) * 3 : (w // 2) * 3 + 3]
+        )
 
 
 def test_no_request_leaves_the_machine(pool):
@@ -169,7 +171,9 @@ def test_no_request_leaves_the_machine(pool):
     for entry in pool.server.log[before:]:
         assert entry["client"] == "127.0.0.1"
         if not entry["blocked"]:
-            assert entry["path"].startswith("/") and entry["host"] == f"127.0.0.1:{pool.server.port}"
+            assert (
+                entry["path"].startswith("/") and entry["host"] == f"127.0.0.1:{pool.server.port}"
+            )
         else:
             assert entry["status"] == 403  # refused by the local proxy, never forwarded
 
@@ -184,16 +188,31 @@ def test_hostile_pages_are_bounded(assets_dir, chromium_ok):
         handler.end_headers()
         release.wait(60)
 
-    normal = f'<html><link href="{CDN}" rel="stylesheet"><body><header class="bg-green-500 p-4">ok</header></body></html>'
+    normal = (f'<html><link href="{CDN}" rel="stylesheet"><body>'
+              '<header class="bg-green-500 p-4">ok</header></body></html>')
     with DriverPool(size=1, assets_dir=assets_dir, page_load_timeout=3, script_timeout=2) as p:
         p.server.routes["/hang.png"] = hang
         try:
             cases = {
                 "loop": ("<html><body><script>while(true){}</script></body></html>", False, 12),
-                "loop after load": ("<body onload='setTimeout(function(){while(true){}},0)'>x</body>", False, 20),
+                "loop after load": (
+                    "<body onload='setTimeout(function(){while(true){}},0)'>x</body>",
+                    False,
+                    20,
+                ),
                 "endless load": ('<html><body><img src="/hang.png">x</body></html>', False, 15),
-                "tall": ('<html><body style="margin:0"><div style="height:100000px;background:#123456"></div></body></html>', True, 15),
-                "alert": ("<html><body><script>alert('hi'); confirm('x');</script><p>after</p></body></html>", True, 10),
+                "tall": (
+                    ('<html><body style="margin:0"><div style="height:100000px;background:#123456">'
+                     '</div></body></html>'),
+                    True,
+                    15,
+                ),
+                "alert": (
+                    ("<html><body><script>alert('hi'); confirm('x');</script>"
+                     "<p>after</p></body></html>"),
+                    True,
+                    10,
+                ),
             }
             for name, (html, ok, bound) in cases.items():
                 t0 = time.monotonic()

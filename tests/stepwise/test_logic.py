@@ -26,13 +26,18 @@ def test_turn_records_one_per_assistant_turn():
     # messages: the dialogue up to AND including the turn, entries as stored (the original's
     # d["dialogue_history"][: i + 1])
     first, second = turns.turn_records(_trajectory(0.5))
-    assert first == {"input": "P1",
-                     "input_with_ground_truth": "In light that the final answer is: def f(a, b): return a + b.P1",
-                     "older_output": "OUTPUT: ints?", "reward": 0.5,
-                     "ground_truth": "def f(a, b): return a + b",
-                     "messages": [{"role": "user", "content": "add"},
-                                  {"role": "assistant", "content": "ints?", "input": "P1",
-                                   "output": "OUTPUT: ints?"}]}
+    assert first == {
+        "input": "P1",
+        "input_with_ground_truth":
+            "In light that the final answer is: def f(a, b): return a + b.P1",
+        "older_output": "OUTPUT: ints?",
+        "reward": 0.5,
+        "ground_truth": "def f(a, b): return a + b",
+        "messages": [
+            {"role": "user", "content": "add"},
+            {"role": "assistant", "content": "ints?", "input": "P1", "output": "OUTPUT: ints?"},
+        ],
+    }
     assert second["older_output"] == "O2" and len(second["messages"]) == 4
     assert second["messages"][2] == {"role": "user", "content": "yes"}
     assert second["messages"][3] == {"role": "assistant", "content": "I WANT TO ANSWER: x",
@@ -98,13 +103,19 @@ def test_pair_records_layouts_and_identical_drop():
 
 def test_sft_record_takes_first_best():
     sample = {"input": "P", "additional_outputs": ["a", "b", "c"], "judge_result": [0.5, 2.0, 2.0]}
-    assert pairs.sft_record(sample, "<E>") == {"prompt": "P", "completion": "b<E>", "judge_result": 2.0}
+    assert pairs.sft_record(sample, "<E>") == {
+        "prompt": "P",
+        "completion": "b<E>",
+        "judge_result": 2.0,
+    }
 
 
 def _step(n=3):
     record = dict(turns.turn_records(_trajectory())[0])
     # sums -6, -2, 0 over 3, 1, 0 tokens -> means -2, -2, 0 (no token: 0)
-    return StepSample.from_dict(with_candidates(record, ["a b c", "d", ""][:n], [(-6.0, 3), (-2.0, 1), (0.0, 0)][:n]))
+    return StepSample.from_dict(
+        with_candidates(record, ["a b c", "d", ""][:n], [(-6.0, 3), (-2.0, 1), (0.0, 0)][:n])
+    )
 
 
 def test_with_candidates_means_and_sums():

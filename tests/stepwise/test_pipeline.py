@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from sweet_rl.cli import generate_random_pairs, rank_best_of_n, sample_best_of_n
-from sweet_rl.io import read_jsonl
-from sweet_rl.records import RecordError, StepSample
+from sweet_rl.records import RecordError
 from tests.conftest import REPO_ROOT
 
 N = 4
@@ -42,7 +41,9 @@ def offline(tmp_path_factory, tokenizer):
     from sweet_rl.data.offline_demo import build_offline_trajectories
     from sweet_rl.data.tasks import load_tasks
 
-    rows = [t.to_dict() for t in build_offline_trajectories(tokenizer, load_tasks(None, 2), rollouts=2)]
+    rows = [
+        t.to_dict() for t in build_offline_trajectories(tokenizer, load_tasks(None, 2), rollouts=2)
+    ]
     for i, row in enumerate(rows):
         row["reward"] = 1.0 if i < 2 else 0.0  # rollout 0 answers right, rollout 1 wrong
     return _write(tmp_path_factory.mktemp("offline") / "offline.jsonl", rows)
@@ -112,7 +113,9 @@ def test_sample_writes_one_record_per_turn(sampled, offline, tiny_model_dir, tok
         assert all(isinstance(o, str) for o in record["additional_outputs"])
         # reference = candidate tokens, plus the <|eot_id|> it stopped on when it did not run
         # out of max_new_tokens (which one is checked exactly in tests/fidelity)
-        direct_plain = _direct_scores(model, tokenizer, record["input"], record["additional_outputs"])
+        direct_plain = _direct_scores(
+            model, tokenizer, record["input"], record["additional_outputs"]
+        )
         direct_eot = _direct_scores(model, tokenizer, record["input"], record["additional_outputs"],
                                     [[tokenizer.eos_token_id]] * N)
         for plain, eot, mean, summed in zip(direct_plain, direct_eot,
@@ -138,7 +141,9 @@ def test_rank_matches_direct_computation_and_no_cache(ranked, sampled, tiny_mode
         assert {k: v for k, v in record.items() if k != "judge_result"} == source
         direct = [_direct_whole(model, tokenizer, record["input_with_ground_truth"] + o)
                   for o in record["additional_outputs"]]
-        expected = [t / c - ref for (t, c), ref in zip(direct, record["additional_reference_logprobs"])]
+        expected = [
+            t / c - ref for (t, c), ref in zip(direct, record["additional_reference_logprobs"])
+        ]
         assert record["judge_result"] == pytest.approx(expected, abs=1e-4)
 
     plain = str(tmp_path / "no_cache.jsonl")
@@ -151,7 +156,9 @@ def test_rank_matches_direct_computation_and_no_cache(ranked, sampled, tiny_mode
     rank_best_of_n.main(model_id=tiny_model_dir, input_path=sampled, output_path=flags,
                         use_sum=True, no_use_ground_truth=True, device="cpu")
     first = _lines(flags)[0]
-    direct = [_direct_whole(model, tokenizer, first["input"] + o) for o in first["additional_outputs"]]
+    direct = [
+        _direct_whole(model, tokenizer, first["input"] + o) for o in first["additional_outputs"]
+    ]
     expected = [t - ref for (t, _), ref in zip(direct, first["additional_reference_logprobs_sum"])]
     assert first["judge_result"] == pytest.approx(expected, abs=1e-3)
     sidecar = json.loads(open(flags + ".config.json").read())["stages"]["rank_best_of_n"]
@@ -219,7 +226,8 @@ def test_pairs_load_in_training(ranked, tmp_path, tiny_model_dir, tokenizer, cap
 
 
 def _halves(record):
-    """(texts of the high half, texts of the low half): ascending stable sort, low = first N // 2."""
+    """(texts of the high half, texts of the low half): ascending stable sort, low = the
+    first N // 2."""
     order = sorted(range(len(record["judge_result"])), key=lambda k: record["judge_result"][k])
     outs = record["additional_outputs"]
     return {outs[k] for k in order[len(order) // 2:]}, {outs[k] for k in order[:len(order) // 2]}
@@ -251,10 +259,14 @@ def test_sample_resume_gives_each_record_once(tmp_path, tiny_model_dir, offline,
         sample_best_of_n.main(offline, out, agent_model=tiny_model_dir, **SAMPLE)
     sample_best_of_n.main(offline, out, agent_model=tiny_model_dir, to_continue=True, **SAMPLE)
     resumed = _lines(out)
-    assert [r["input"] + r["older_output"] for r in resumed] == [r["input"] + r["older_output"] for r in full]
+    assert [r["input"] + r["older_output"] for r in resumed] == [
+        r["input"] + r["older_output"] for r in full
+    ]
     assert [r["additional_outputs"] for r in resumed] == [r["additional_outputs"] for r in full]
     for a, b in zip(resumed, full):
-        assert a["additional_reference_logprobs"] == pytest.approx(b["additional_reference_logprobs"], abs=1e-5)
+        assert a["additional_reference_logprobs"] == pytest.approx(
+            b["additional_reference_logprobs"], abs=1e-5
+        )
     # a complete file resumes to itself without loading a model
     sample_best_of_n.main(offline, out, agent_model="/nonexistent", to_continue=True, **SAMPLE)
     assert len(_lines(out)) == len(full)
@@ -308,8 +320,10 @@ def test_bad_input_names_file_line_field(tmp_path, offline, sampled, ranked, tin
 
 
 def test_script_exits_nonzero_on_bad_input(tmp_path):
-    bad = _write(tmp_path / "bad.jsonl", [{"task": {"problem_description": "x", "ground_truth": "y"},
-                                          "answer": ""}])
+    bad = _write(
+        tmp_path / "bad.jsonl",
+        [{"task": {"problem_description": "x", "ground_truth": "y"}, "answer": ""}],
+    )
     result = subprocess.run([sys.executable, "scripts/sample_best_of_n.py", bad,
                              str(tmp_path / "o.jsonl"), "--agent_model", "tiny"],
                             capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)

@@ -12,7 +12,9 @@ GOOD, BAD = "I WANT TO ANSWER: def f", "I don't know."
 def dialogue(*messages, eot_last=True):
     """Chat-formatted text of alternating user/assistant messages (Llama-3 layout)."""
     roles = ["user", "assistant"] * len(messages)
-    text = "<|begin_of_text|>" + "".join(HEADER.format(role=r, content=m) for r, m in zip(roles, messages))
+    text = "<|begin_of_text|>" + "".join(
+        HEADER.format(role=r, content=m) for r, m in zip(roles, messages)
+    )
     return text if eot_last else text[:-len("<|eot_id|>")]
 
 
@@ -44,15 +46,28 @@ def critic_pairs(path, n=4):
 def trajectories(path):
     """Evaluated trajectories: two successful (reward 1.0), one failed (0.0)."""
     rows = []
-    for q, reward, answer in [("def f", 1.0, GOOD), ("return x", 1.0, GOOD), ("print list", 0.0, BAD)]:
+    for q, reward, answer in [
+        ("def f", 1.0, GOOD),
+        ("return x", 1.0, GOOD),
+        ("print list", 0.0, BAD),
+    ]:
         prompt = dialogue(q, "What x?", "x is 1") + TEMPLATE + "\n\n"
-        rows.append({
-            "task": {"problem_description": q, "ground_truth": "def f(): return 1"},
-            "dialogue_history": [
-                {"role": "user", "content": q},
-                {"role": "assistant", "content": "What x?", "input": dialogue(q) + TEMPLATE + "\n\n",
-                 "output": "What x?"},
-                {"role": "user", "content": "x is 1"},
-                {"role": "assistant", "content": answer, "input": prompt, "output": answer}],
-            "answer": answer, "reward": reward})
+        rows.append(
+            {
+                "task": {"problem_description": q, "ground_truth": "def f(): return 1"},
+                "dialogue_history": [
+                    {"role": "user", "content": q},
+                    {
+                        "role": "assistant",
+                        "content": "What x?",
+                        "input": dialogue(q) + TEMPLATE + "\n\n",
+                        "output": "What x?",
+                    },
+                    {"role": "user", "content": "x is 1"},
+                    {"role": "assistant", "content": answer, "input": prompt, "output": answer},
+                ],
+                "answer": answer,
+                "reward": reward,
+            }
+        )
     return write_jsonl(path, rows)

@@ -52,7 +52,9 @@ def test_deepspeed_files_match_the_builtin_copy(stage):
         assert json.load(handle) == cfg.BUILTIN_DS_CONFIGS[stage]
     config = cfg.deepspeed_config(stage)
     assert config["zero_optimization"]["stage"] == stage
-    assert config["train_micro_batch_size_per_gpu"] == "auto" and config["bf16"]["enabled"] == "auto"
+    assert (
+        config["train_micro_batch_size_per_gpu"] == "auto" and config["bf16"]["enabled"] == "auto"
+    )
     if stage == 3:
         assert config["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"] is True
     assert cfg.deepspeed_config(1)["zero_optimization"]["stage"] == 1
@@ -105,7 +107,9 @@ def test_training_arguments_schedule_accumulation_and_checkpointing(tmp_path):
         lrs.append(trainer.lr_scheduler.get_last_lr()[0])
         trainer.optimizer.step()
         trainer.lr_scheduler.step()
-    expected = [0.0, 0.5, 1.0] + [0.1 + 0.45 * (1 + math.cos(math.pi * (t - 2) / 8)) for t in range(3, 11)]
+    expected = [0.0, 0.5, 1.0] + [
+        0.1 + 0.45 * (1 + math.cos(math.pi * (t - 2) / 8)) for t in range(3, 11)
+    ]
     assert lrs == pytest.approx(expected, abs=1e-9)
     assert lrs[6] == pytest.approx(0.55) and lrs[10] == pytest.approx(0.1)
 
@@ -141,7 +145,10 @@ def test_original_logging_flags(monkeypatch, caplog):
     options = cfg.apply_original_flags(PreferenceOptions(use_wandb="s3cret"), "train_dpo")
     assert options.report_to == ["wandb"] and options.use_wandb is True
     assert "s3cret" not in json.dumps(dataclasses.asdict(options))
-    assert os.environ["WANDB_API_KEY"] == "s3cret" and os.environ["WANDB_PROJECT"] == "openrlhf_train_dpo"
+    assert (
+        os.environ["WANDB_API_KEY"] == "s3cret"
+        and os.environ["WANDB_PROJECT"] == "openrlhf_train_dpo"
+    )
     monkeypatch.setenv("WANDB_API_KEY", "already-logged-in")  # a key already there wins
     options = cfg.apply_original_flags(SFTOptions(use_wandb="other", report_to="tensorboard"),
                                        "train_sft")

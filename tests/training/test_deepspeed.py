@@ -85,7 +85,9 @@ def test_zero3_on_cpu_matches_single_process_training(tiny_model_dir, tmp_path):
     for name, tensor in initial.items():
         assert zero3[name].shape == tensor.shape, f"{name} saved as a shard: {zero3[name].shape}"
         assert not torch.equal(zero3[name], tensor), f"{name} did not change"
-        assert torch.allclose(zero3[name], plain[name], atol=1e-4), f"{name} differs from the plain run"
+        assert torch.allclose(zero3[name], plain[name], atol=1e-4), (
+            f"{name} differs from the plain run"
+        )
 
     from transformers import AutoModelForCausalLM
 

@@ -25,20 +25,48 @@ def test_zero3_bf16_on_gpu_reports_throughput(tiny_model_dir, tmp_path, capsys):
             for i, q in enumerate(QUESTIONS * 11)]  # 66 pairs of varied length
     pairs = write_jsonl(tmp_path / "pairs.jsonl", rows)
     save_path = str(tmp_path / "gpu")
-    command = launcher() + ["--num_gpus", "1", "--master_port", str(free_port()),
-                            "scripts/train_dpo.py", "--pretrain", tiny_model_dir, "--dataset", pairs,
-                            "--save_path", save_path, "--learning_rate", "1e-3", "--max_epochs", "2",
-                            "--train_batch_size", "4", "--micro_train_batch_size", "2",
-                            "--max_len", "512", "--zero_stage", "3", "--bf16",
-                            "--gradient_checkpointing", "--flash_attn", "--mean_log_prob"]
+    command = launcher() + [
+        "--num_gpus",
+        "1",
+        "--master_port",
+        str(free_port()),
+        "scripts/train_dpo.py",
+        "--pretrain",
+        tiny_model_dir,
+        "--dataset",
+        pairs,
+        "--save_path",
+        save_path,
+        "--learning_rate",
+        "1e-3",
+        "--max_epochs",
+        "2",
+        "--train_batch_size",
+        "4",
+        "--micro_train_batch_size",
+        "2",
+        "--max_len",
+        "512",
+        "--zero_stage",
+        "3",
+        "--bf16",
+        "--gradient_checkpointing",
+        "--flash_attn",
+        "--mean_log_prob",
+    ]
     result = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=500,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     summary = next(line for line in result.stdout.splitlines() if line.startswith("train_dpo:"))
     assert "zero_stage=3" in summary
     with capsys.disabled():
-        speed = dict(re.findall(r"(samples_per_second|tokens_per_second|train_seconds)=(\S+)", summary))
-        print(f"\nGPU ZeRO-3 bf16 tiny-model DPO throughput: {speed} ({torch.cuda.get_device_name(0)})")
+        speed = dict(
+            re.findall(r"(samples_per_second|tokens_per_second|train_seconds)=(\S+)", summary)
+        )
+        print(
+            f"\nGPU ZeRO-3 bf16 tiny-model DPO throughput: {speed} "
+            f"({torch.cuda.get_device_name(0)})"
+        )
     with open(os.path.join(save_path, "metrics.jsonl")) as handle:
         metrics = [json.loads(line) for line in handle]
     assert metrics[-1]["accuracy"] >= 0.75  # an easy preference, learnt within two epochs

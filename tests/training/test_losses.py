@@ -78,7 +78,9 @@ def test_reductions_are_linear(reduction):
     generator = torch.Generator().manual_seed(0)
     policy = -torch.rand(3, 6, generator=generator, dtype=torch.float64)
     reference = -torch.rand(3, 6, generator=generator, dtype=torch.float64)
-    left = sequence_log_probs(policy, TURNS, reduction) - sequence_log_probs(reference, TURNS, reduction)
+    left = sequence_log_probs(policy, TURNS, reduction) - sequence_log_probs(
+        reference, TURNS, reduction
+    )
     right = sequence_log_probs(policy - reference, TURNS, reduction)
     assert torch.allclose(left, right)
 
@@ -86,9 +88,9 @@ def test_reductions_are_linear(reduction):
 def test_token_log_probs_by_hand():
     """Vocabulary of 3, sequence [0, 2, 1].
 
-    position 0 logits [0, 0, 0]         -> softmax [1/3, 1/3, 1/3]; next token 2: log 1/3 = -1.0986122887
-    position 1 logits [0, ln 2, 0]      -> softmax [1/4, 1/2, 1/4]; next token 1: log 1/2 = -0.6931471806
-    position 2 logits (no next token)   -> dropped by the shift
+    position 0 logits [0, 0, 0]    -> softmax [1/3, 1/3, 1/3]; token 2: log 1/3 = -1.0986122887
+    position 1 logits [0, ln 2, 0] -> softmax [1/4, 1/2, 1/4]; token 1: log 1/2 = -0.6931471806
+    position 2 logits (no next token) -> dropped by the shift
     turn ids shift with the labels: [0, 1, 1] -> [1, 1].
     """
     logits = torch.tensor([[[0.0, 0.0, 0.0], [0.0, math.log(2.0), 0.0], [5.0, 5.0, 5.0]]])

@@ -53,7 +53,15 @@ def two_turn_expected(ids):
     U, A, NL = ids["user"], ids["assistant"], ids["\n"]
     user = lambda m: [HS, *U, HE, NL, NL, ids[m], EOT]  # noqa: E731
     head = [HS, *A, HE]
-    input_ids = [BOS] + user("q") + head + [NL, NL, ids["a"], EOT] + user("r") + head + [NL, NL, ids["b"], EOT]
+    input_ids = (
+        [BOS]
+        + user("q")
+        + head
+        + [NL, NL, ids["a"], EOT]
+        + user("r")
+        + head
+        + [NL, NL, ids["b"], EOT]
+    )
     turn_ids = ([0] * (1 + 7 + len(head)) + [1] * 4 + [0] * (7 + len(head)) + [2] * 4)
     return input_ids, turn_ids
 
@@ -141,7 +149,9 @@ def test_preference_collator_pads_and_stacks(tok, ids):
     assert batch["input_ids"].tolist() == [expected_ids, rejected.input_ids + [PAD] * (L - M)]
     assert batch["attention_mask"].tolist() == [[1] * L, [1] * M + [0] * (L - M)]
     assert batch["turn_ids"].tolist() == [expected_turns, expected_turns[:M] + [0] * (L - M)]
-    assert batch["loss_mask"].tolist() == [[int(t > 0) for t in row] for row in batch["turn_ids"].tolist()]
+    assert batch["loss_mask"].tolist() == [
+        [int(t > 0) for t in row] for row in batch["turn_ids"].tolist()
+    ]
     assert batch["ref_logps"].tolist() == [-1.5, -2.5]
     assert torch.equal(batch["input_ids"][1, M:], torch.full((L - M,), PAD))
 
@@ -153,10 +163,16 @@ def test_sft_collator_labels_only_assistant_turns(tok, ids):
     expected_ids, expected_turns = two_turn_expected(ids)
     batch = SFTCollator(pad_id=PAD)([{"sequence": long}, {"sequence": short}])
     assert set(batch) == {"input_ids", "attention_mask", "labels"}
-    assert batch["labels"][0].tolist() == [i if t else -100 for i, t in zip(expected_ids, expected_turns)]
+    assert batch["labels"][0].tolist() == [
+        i if t else -100 for i, t in zip(expected_ids, expected_turns)
+    ]
     M = len(short.input_ids)
-    assert batch["labels"][1].tolist() == [-100] * (M - 4) + [ids["\n"], ids["\n"], ids["c"], EOT] + \
-        [-100] * (len(expected_ids) - M)
+    assert batch["labels"][1].tolist() == [-100] * (M - 4) + [
+        ids["\n"],
+        ids["\n"],
+        ids["c"],
+        EOT,
+    ] + [-100] * (len(expected_ids) - M)
 
 
 class LetterTokenizer:
@@ -203,12 +219,15 @@ def test_two_turn_pair_to_literal_tensors():
     assert torch.equal(batch["ref_logps"], torch.tensor([-3.0, -4.5]))
 
     # without the template: the response after the longest common token prefix (19 tokens)
-    chosen, rejected = SequenceTokenizer(LetterTokenizer(), max_len=64).pair(chosen_text, rejected_text)
+    chosen, rejected = SequenceTokenizer(LetterTokenizer(), max_len=64).pair(
+        chosen_text, rejected_text
+    )
     assert chosen.turn_ids == [0] * 19 + [1, 1] and rejected.turn_ids == [0] * 19 + [1, 1, 1]
 
     # max_len 8: <B> + the last 7 tokens; the first turn and the context go, turn 2 stays whole
-    chosen, rejected = SequenceTokenizer(LetterTokenizer(), max_len=8,
-                                         response_template="<H>a</H>").pair(chosen_text, rejected_text)
+    chosen, rejected = SequenceTokenizer(
+        LetterTokenizer(), max_len=8, response_template="<H>a</H>"
+    ).pair(chosen_text, rejected_text)
     assert chosen.input_ids == [0, 114, 4, 2, 97, 3, 121, 4]
     assert chosen.turn_ids == [0, 0, 0, 0, 0, 0, 2, 2]
     assert rejected.input_ids == [0, 4, 2, 97, 3, 122, 122, 4]

@@ -12,7 +12,16 @@ from sweet_rl.records import RecordError
 from tests.conftest import REPO_ROOT
 from tests.training.helpers import GOOD, TEMPLATE, critic_pairs, single_turn_pairs, write_jsonl
 
-METRIC_KEYS = {"loss", "accuracy", "chosen_reward", "rejected_reward", "margin", "lr", "epoch", "step"}
+METRIC_KEYS = {
+    "loss",
+    "accuracy",
+    "chosen_reward",
+    "rejected_reward",
+    "margin",
+    "lr",
+    "epoch",
+    "step",
+}
 FAST = dict(learning_rate=1e-3, train_batch_size=2, micro_train_batch_size=1, max_len=256,
             lr_warmup_ratio=0.0, seed=0)
 
@@ -25,7 +34,9 @@ def read_metrics(save_path):
 def state_dict(path):
     from transformers import AutoModelForCausalLM
 
-    return {k: v.float() for k, v in AutoModelForCausalLM.from_pretrained(path).state_dict().items()}
+    return {
+        k: v.float() for k, v in AutoModelForCausalLM.from_pretrained(path).state_dict().items()
+    }
 
 
 def test_dpo_learns_pairs_changes_every_parameter_and_saves(tiny_model_dir, tmp_path):
@@ -131,8 +142,16 @@ def test_reference_scores_come_from_ref_pretrain_before_training(tiny_model_dir,
     pairs = single_turn_pairs(tmp_path / "pairs.jsonl", n=2)
     beta = 0.5
     for name, ref in [("same", None), ("different", other)]:
-        main(pretrain=tiny_model_dir, ref_pretrain=ref, dataset=pairs, save_path=str(tmp_path / name),
-             max_epochs=1, mean_log_prob=True, beta=beta, **FAST)
+        main(
+            pretrain=tiny_model_dir,
+            ref_pretrain=ref,
+            dataset=pairs,
+            save_path=str(tmp_path / name),
+            max_epochs=1,
+            mean_log_prob=True,
+            beta=beta,
+            **FAST,
+        )
     same, different = read_metrics(tmp_path / "same")[0], read_metrics(tmp_path / "different")[0]
     assert same["chosen_reward"] == pytest.approx(0.0, abs=1e-6)
     assert same["rejected_reward"] == pytest.approx(0.0, abs=1e-6)

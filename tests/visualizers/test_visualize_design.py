@@ -31,7 +31,9 @@ REFERENCE = (f'<html>{TAILWIND}<body><header class="bg-green-600 p-10 text-white
 # Never rendered or inserted as markup: it must stay text.
 HOSTILE_PAGE = '<html><body><script>window.__pwned_page=1</script><h1>hi</h1></body></html>'
 SLOW_PAGE = "<html><body><p>loaded late</p></body></html>"
-HOSTILE_REPLY = "Make it <b>bold</b><script>window.__pwned=1</script> & <img src=x onerror=alert(1)>"
+HOSTILE_REPLY = (
+    "Make it <b>bold</b><script>window.__pwned=1</script> & <img src=x onerror=alert(1)>"
+)
 
 
 def _assistant(message, page=None, shot=None):
@@ -240,16 +242,30 @@ def test_pages_in_content_and_original_rows(tmp_path, capsys):
     _png(str(folder / "final_0.png"), "blue")  # the original's answer: a screenshot path
     message = f"Here it is:\n{HOSTILE_PAGE}\nDoes it look right? {HOSTILE_REPLY}"
     rows = [
-        {"task": {"problem_description": "Shop", "ground_truth": REFERENCE},
-         "dialogue_history": [
-             {"role": "user", "content": "Shop"},
-             {"role": "assistant", "content": message, "input": "PROMPT", "output": f"OUTPUT:{message}"},
-             {"role": "user", "content": "More red."}],
-         "answer": "final_0.png", "reward": 0.5},
-        {"task": {"problem_description": "Blog", "ground_truth": REFERENCE},
-         "dialogue_history": [{"role": "user", "content": "Blog"},
-                              {"role": "assistant", "content": "What colours?"}],
-         "answer": "No answer", "reward": 0.1},
+        {
+            "task": {"problem_description": "Shop", "ground_truth": REFERENCE},
+            "dialogue_history": [
+                {"role": "user", "content": "Shop"},
+                {
+                    "role": "assistant",
+                    "content": message,
+                    "input": "PROMPT",
+                    "output": f"OUTPUT:{message}",
+                },
+                {"role": "user", "content": "More red."},
+            ],
+            "answer": "final_0.png",
+            "reward": 0.5,
+        },
+        {
+            "task": {"problem_description": "Blog", "ground_truth": REFERENCE},
+            "dialogue_history": [
+                {"role": "user", "content": "Blog"},
+                {"role": "assistant", "content": "What colours?"},
+            ],
+            "answer": "No answer",
+            "reward": 0.1,
+        },
     ]
     with open(jsonl, "w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(r) + "\n" for r in rows)
@@ -269,7 +285,9 @@ def test_pages_in_content_and_original_rows(tmp_path, capsys):
     shown = html_lib.escape(f"Here it is:\n{PAGE_PLACEHOLDER}\nDoes it look right? {HOSTILE_REPLY}")
     assert f'<div class="text">{shown}</div>' in text
     turn = text.split(f'<div class="text">{shown}</div>', 1)[1].split('<div class="turn', 1)[0]
-    assert turn.startswith('<figure class="turn-page"><img alt="page shown at turn 1" src="data:image/')
+    assert turn.startswith(
+        '<figure class="turn-page"><img alt="page shown at turn 1" src="data:image/'
+    )
     assert f'<pre class="page-source">{html_lib.escape(HOSTILE_PAGE)}</pre>' in turn
     sections = text.split('<section class="dialogue"')[1:]
     assert 'data-status="evaluated"' in sections[0] and '<img alt="final page"' in sections[0]
@@ -281,13 +299,26 @@ def test_a_folder_as_second_argument_is_refused(tmp_path):
     """The original design viewer's second argument was its screenshot scratch folder; here the
     second argument is the page, so a folder there is refused before anything is written."""
     src = tmp_path / "run.jsonl"
-    src.write_text(json.dumps({"task": {"problem_description": "p", "ground_truth": "<html></html>"},
-                               "dialogue_history": [], "answer": "No answer"}) + "\n")
+    src.write_text(
+        json.dumps(
+            {
+                "task": {"problem_description": "p", "ground_truth": "<html></html>"},
+                "dialogue_history": [],
+                "answer": "No answer",
+            }
+        )
+        + "\n"
+    )
     scratch = tmp_path / "driver_cache"
     scratch.mkdir()
     proc = subprocess.run([sys.executable, SCRIPT, str(src), str(scratch)], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr.strip() == (f"error: OUTPUT_PATH {scratch} is a folder: give the page's file "
-                                   "name (a screenshot folder of the original's commands goes in --temp_path)")
-    assert os.listdir(scratch) == [] and sorted(os.listdir(tmp_path)) == ["driver_cache", "run.jsonl"]
+    assert proc.stderr.strip() == (
+        f"error: OUTPUT_PATH {scratch} is a folder: give the page's file "
+        "name (a screenshot folder of the original's commands goes in --temp_path)"
+    )
+    assert os.listdir(scratch) == [] and sorted(os.listdir(tmp_path)) == [
+        "driver_cache",
+        "run.jsonl",
+    ]

@@ -59,7 +59,9 @@ def page(tmp_path):
 @pytest.fixture()
 def browser():
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-        pytest.skip(f"needs {CHROMIUM} and {CHROMEDRIVER} (apt-get install chromium chromium-driver)")
+        pytest.skip(
+            f"needs {CHROMIUM} and {CHROMEDRIVER} (apt-get install chromium chromium-driver)"
+        )
     webdriver = pytest.importorskip("selenium.webdriver")
     from selenium.webdriver.chrome.service import Service
 
@@ -126,7 +128,9 @@ def test_page_in_chromium(page, browser, tmp_path):
     assert raw.is_displayed() and "RAW OUTPUT" in raw.text
 
     # every link to an anchor lands on an element that exists
-    hrefs = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "a[href*='#']")]
+    hrefs = [
+        a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "a[href*='#']")
+    ]
     assert len(hrefs) >= 4 + 2 * 3  # sidebar + previous/next
     for href in hrefs:
         assert browser.find_elements(By.ID, href.split("#", 1)[1]), href
@@ -189,7 +193,9 @@ def test_bad_field_via_cli_exits_nonzero(tmp_path):
     proc = subprocess.run([sys.executable, SCRIPT, str(src), str(out)], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode != 0
-    assert str(src) in proc.stderr and "line 2" in proc.stderr and "task.ground_truth" in proc.stderr
+    assert (
+        str(src) in proc.stderr and "line 2" in proc.stderr and "task.ground_truth" in proc.stderr
+    )
     assert not out.exists()
 
 
@@ -216,11 +222,13 @@ def test_help_is_quick():
 
 
 def test_help_imports_nothing_heavy():
-    code = ("import sys\n"
-            "sys.path.insert(0, '.')\n"
-            "import visualizers.visualize_dialogue_histories\n"
-            "heavy = [m for m in ('torch', 'transformers', 'selenium', 'vllm') if m in sys.modules]\n"
-            "print('HEAVY', heavy)")
+    code = (
+        "import sys\n"
+        "sys.path.insert(0, '.')\n"
+        "import visualizers.visualize_dialogue_histories\n"
+        "heavy = [m for m in ('torch', 'transformers', 'selenium', 'vllm') if m in sys.modules]\n"
+        "print('HEAVY', heavy)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
                           text=True, timeout=60)
     assert "HEAVY []" in proc.stdout, proc.stdout + proc.stderr
@@ -235,13 +243,21 @@ def test_one_argument_puts_the_page_beside_the_input(tmp_path):
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     beside = tmp_path / "temp_test.html"
-    assert proc.stdout.strip() == f"visualized 4 dialogues (1 successful, mean reward 0.417) -> {beside}"
+    assert (
+        proc.stdout.strip()
+        == f"visualized 4 dialogues (1 successful, mean reward 0.417) -> {beside}"
+    )
     assert beside.read_text(encoding="utf-8").count('<section class="dialogue"') == 4
     beside.unlink()
     proc = subprocess.run([sys.executable, SCRIPT, "--saved_path", str(src)], cwd=REPO_ROOT,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert beside.exists()
-    proc = subprocess.run([sys.executable, SCRIPT, str(src), "--saved_path", str(tmp_path / "other.jsonl")],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, SCRIPT, str(src), "--saved_path", str(tmp_path / "other.jsonl")],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and "--saved_path" in proc.stderr and "disagree" in proc.stderr

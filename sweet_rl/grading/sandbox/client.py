@@ -93,10 +93,20 @@ class SandboxWorker:
         self._start()
 
     def _start(self) -> None:
-        self.scratch = tempfile.mkdtemp(prefix=f"sweet_rl_sandbox{self.slot}_", dir=self.scratch_root)
+        self.scratch = tempfile.mkdtemp(
+            prefix=f"sweet_rl_sandbox{self.slot}_", dir=self.scratch_root
+        )
         os.chmod(self.scratch, 0o700)
         env = dict(WORKER_ENV, HOME=self.scratch, TMPDIR=self.scratch)
-        command = [sys.executable, "-S", WORKER_PATH, "--slot", str(self.slot), "--scratch", self.scratch]
+        command = [
+            sys.executable,
+            "-S",
+            WORKER_PATH,
+            "--slot",
+            str(self.slot),
+            "--scratch",
+            self.scratch,
+        ]
         self.cgroup, why_not = sandbox_memory.create(f"{self.slot}_{id(self):x}", self.memory_mb)
         if self.cgroup:
             command += ["--cgroup", self.cgroup]

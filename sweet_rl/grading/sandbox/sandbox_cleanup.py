@@ -38,7 +38,9 @@ def _chmod_nofollow(dir_fd: int | None, name: str, mode: int = _FIXED_MODE) -> b
     if ctypes.get_errno() in (errno.EOPNOTSUPP, errno.ENOENT):  # a link (left alone) or gone
         return False
     try:
-        pinned = os.open(name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
+        pinned = os.open(
+            name, os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd
+        )
     except OSError:
         return False
     try:

@@ -136,7 +136,9 @@ def _elementwise(op, left, right):
         return bool(op(left_items[0], right_items[0]))
     if math.prod(shape) > MAX_NODES:
         raise ValueError("comparison result too large")
-    items = [bool(op(a, b)) for a, b in _pairs(shape, left_shape, left_items, right_shape, right_items)]
+    items = [
+        bool(op(a, b)) for a, b in _pairs(shape, left_shape, left_items, right_shape, right_items)
+    ]
     return NumpyArray("b", shape, items)
 
 
@@ -153,7 +155,9 @@ class NumpyArray:
     def __bool__(self):
         if len(self.items) == 1:
             return bool(self.items[0])
-        raise ValueError(f"the truth value of an array with {len(self.items)} elements is ambiguous")
+        raise ValueError(
+            f"the truth value of an array with {len(self.items)} elements is ambiguous"
+        )
 
     def __len__(self):
         if not self.shape:

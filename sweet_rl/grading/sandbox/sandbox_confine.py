@@ -43,7 +43,10 @@ def _sibling(name: str):
             module = __import__(name)
         except ImportError:
             module = None
-    if module is None or os.path.dirname(os.path.abspath(getattr(module, "__file__", "") or "")) != here:
+    if (
+        module is None
+        or os.path.dirname(os.path.abspath(getattr(module, "__file__", "") or "")) != here
+    ):
         import importlib.util  # only when loaded by file path: the worker never gets here
 
         spec = importlib.util.spec_from_file_location(name, os.path.join(here, name + ".py"))
@@ -97,7 +100,9 @@ def enter_private_network() -> bool:
     return True
 
 
-def limit_resources(memory_mb: int, cpu_seconds: int, file_mb: int = 64, open_files: int = 64) -> None:
+def limit_resources(
+    memory_mb: int, cpu_seconds: int, file_mb: int = 64, open_files: int = 64
+) -> None:
     """Bounds for the calling process: address space, CPU seconds (SIGXCPU, then SIGKILL a
     second later), size of a written file, open descriptors, no core dumps, no locked memory
     (mlock, io_uring and BPF buffers), no POSIX message queues (their memory is the kernel's),

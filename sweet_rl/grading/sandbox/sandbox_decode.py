@@ -54,7 +54,9 @@ def decode(text: str) -> object:
     except DecodeError:
         raise
     except Exception as error:  # noqa: BLE001 - malformed text of any kind
-        raise DecodeError(f"malformed sandbox value: {type(error).__name__}: {error}"[:300]) from None
+        raise DecodeError(
+            f"malformed sandbox value: {type(error).__name__}: {error}"[:300]
+        ) from None
 
 
 def _no_constant(name):
@@ -243,7 +245,11 @@ def _decode_tokens(tokens: list) -> object:
             elif tag == "p":  # a run of items: all but the last go straight in
                 values = _unpack(token)
                 unpacked += len(values)
-                if not frames or len(frames[-1][2]) + len(values) > frames[-1][1] or unpacked > MAX_NODES:
+                if (
+                    not frames
+                    or len(frames[-1][2]) + len(values) > frames[-1][1]
+                    or unpacked > MAX_NODES
+                ):
                     raise DecodeError("packed run outside its container")
                 frames[-1][2].extend(values[:-1])
                 value = values[-1]
@@ -255,7 +261,11 @@ def _decode_tokens(tokens: list) -> object:
             value = token
         elif kind is list and token and set(map(type, token)) == {str}:
             unpacked += len(token)  # a run of strings, as in a "p" token
-            if not frames or len(frames[-1][2]) + len(token) > frames[-1][1] or unpacked > MAX_NODES:
+            if (
+                not frames
+                or len(frames[-1][2]) + len(token) > frames[-1][1]
+                or unpacked > MAX_NODES
+            ):
                 raise DecodeError("packed run outside its container")
             frames[-1][2].extend(token[:-1])
             value = token[-1]

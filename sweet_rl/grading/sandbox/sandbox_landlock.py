@@ -40,7 +40,9 @@ _FS_REFER, _FS_TRUNCATE, _FS_IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15
 _FILE_ONLY_RIGHTS = _FS_EXECUTE | _FS_WRITE_FILE | _FS_READ_FILE | _FS_TRUNCATE | _FS_IOCTL_DEV
 _READ_RIGHTS = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
 # everything that creates, changes or removes: write_file, remove_dir .. make_sym, refer, truncate
-_WRITE_RIGHTS = (_FS_ABI1 & ~(_FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR)) | _FS_REFER | _FS_TRUNCATE
+_WRITE_RIGHTS = (
+    (_FS_ABI1 & ~(_FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR)) | _FS_REFER | _FS_TRUNCATE
+)
 _NET_ALL = (1 << 0) | (1 << 1)  # bind_tcp, connect_tcp (ABI 4)
 _SCOPE_ALL = (1 << 0) | (1 << 1)  # abstract unix sockets, signals (ABI 6)
 
@@ -73,7 +75,9 @@ class _PathBeneath(ctypes.Structure):
 
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version, 0 when Landlock is unavailable or disabled."""
-    version = _libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    version = _libc.syscall(
+        SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1)
+    )
     return max(0, int(version))
 
 
@@ -100,7 +104,9 @@ def _library_folders(roots: Iterable[str]) -> set[str]:
     for root in roots:
         for lib in ("lib", "lib64", "local/lib"):
             try:
-                versions = [n for n in os.listdir(os.path.join(root, lib)) if n.startswith("python3")]
+                versions = [
+                    n for n in os.listdir(os.path.join(root, lib)) if n.startswith("python3")
+                ]
             except OSError:
                 continue
             found.update(os.path.join(root, lib, version, kind) for version in versions
@@ -153,7 +159,9 @@ def readable_roots(extra: Iterable[str] = ()) -> list[str]:
         names.add(sysconfig.get_paths().get(key, ""))
     roots = {os.path.realpath(name) for name in names if name and os.path.exists(name)}
     folders = {folder: HIDDEN_PATTERNS for folder in _library_folders(roots)}
-    folders.update((os.path.realpath(folder), HIDDEN_PATTERNS) for folder in extra if os.path.isdir(folder))
+    folders.update(
+        (os.path.realpath(folder), HIDDEN_PATTERNS) for folder in extra if os.path.isdir(folder)
+    )
     hidden = _hidden_paths(folders)
     readable, listable, seen = set(), set(), set()
 
@@ -223,7 +231,9 @@ class Landlock:
             if isinstance(path, ListOnly):
                 self._allow(path, _FS_READ_DIR)
             else:
-                self._allow(path, _READ_RIGHTS | _FS_WRITE_FILE if path == "/dev/null" else _READ_RIGHTS)
+                self._allow(
+                    path, _READ_RIGHTS | _FS_WRITE_FILE if path == "/dev/null" else _READ_RIGHTS
+                )
 
     def _allow(self, path: str, rights: int) -> None:
         if not os.path.isdir(path):
@@ -237,7 +247,10 @@ class Landlock:
             return False
         if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             return False
-        return _libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(self.fd), ctypes.c_uint32(0)) == 0
+        return (
+            _libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ctypes.c_int(self.fd), ctypes.c_uint32(0))
+            == 0
+        )
 
 
 def job_ruleset(path: str) -> int:

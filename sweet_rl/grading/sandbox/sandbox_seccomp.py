@@ -1,15 +1,16 @@
 """The seccomp filter every sandboxed child runs under (stdlib only, loaded by path).
 
-Built once in the worker (:class:`SeccompFilter`) and installed in two stages: the fork
-server installs all of it but the refusal to start processes (it must fork the children),
-and each child adds that last part, a filter of a few rows, on top. A child is then under
-exactly the whole filter, and pays for compiling a few rows instead of the whole program
-(the kernel compiles every installed filter). The filter refuses with EPERM every system call that could start a process, signal or reach
-into another one, open a channel out of the sandbox, grow memory outside the address-space
-limit, leave state behind (the kernel keyring) or change the confinement; a few calls are
-refused only for the arguments that make them dangerous (signal-driven I/O, terminal input
-injection, datagrams to an address). A call made through a foreign ABI (i386 or x32 numbers
-on x86-64, arm32 on arm64) kills the process: those tables are not checked here.
+Built once in the worker (:class:`SeccompFilter`) and installed in two stages: the fork server
+installs all of it but the refusal to start processes (it must fork the children), and each
+child adds that last part, a filter of a few rows, on top. A child is then under exactly the
+whole filter, and pays for compiling a few rows instead of the whole program (the kernel
+compiles every installed filter). The filter refuses with EPERM every system call that could
+start a process, signal or reach into another one, open a channel out of the sandbox, grow
+memory outside the address-space limit, leave state behind (the kernel keyring) or change the
+confinement; a few calls are refused only for the arguments that make them dangerous
+(signal-driven I/O, terminal input injection, datagrams to an address). A call made through a
+foreign ABI (i386 or x32 numbers on x86-64, arm32 on arm64) kills the process: those tables are
+not checked here.
 
 The program is plain classic BPF over ``struct seccomp_data``::
 

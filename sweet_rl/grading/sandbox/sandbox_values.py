@@ -76,7 +76,11 @@ def encode(value):
     if kind is int and -_SMALL_INT < value < _SMALL_INT:
         return int.__repr__(value)
     if kind is str:
-        return json_string("'" + value) if len(value) < MAX_BYTES // 8 else _encode_stream((value,), None)
+        return (
+            json_string("'" + value)
+            if len(value) < MAX_BYTES // 8
+            else _encode_stream((value,), None)
+        )
     if value is None:
         return "null"
     if kind is float and -_INF < value < _INF:
@@ -183,7 +187,13 @@ def _open(item, append, budget):
         append(number if -_SMALL_INT < number < _SMALL_INT else _big_int(number))
     elif isinstance(item, float):
         number = float.__float__(item)  # a new float: a subclass instance is no singleton
-        append(number if -_INF < number < _INF else _float_token(number) if number == number else "fnan")
+        append(
+            number
+            if -_INF < number < _INF
+            else _float_token(number)
+            if number == number
+            else "fnan"
+        )
     elif isinstance(item, str):
         text = str.__str__(item)
         budget[1] += len(text)

@@ -1,11 +1,11 @@
 """Sandbox worker: runs untrusted Python against test expressions in forked, confined children.
 
 Started by :mod:`sweet_rl.grading.sandbox.client` as ``python -S sandbox_worker.py --slot N
---scratch DIR [--cgroup DIR] [--library DIR ...]`` with a scrubbed environment (stdlib only; it loads its
-sibling modules by path). At start it confines *itself* — private network, a size-bounded
-private tmpfs for the jobs' folder, Landlock, no privileges, not dumpable — warms up, forks
-its fork server (:mod:`sandbox_zygote`, which never sees a job), then answers one JSON job per
-line on stdin with one JSON reply per line on stdout::
+--scratch DIR [--cgroup DIR] [--library DIR ...]`` with a scrubbed environment (stdlib only; it
+loads its sibling modules by path). At start it confines *itself* — private network, a
+size-bounded private tmpfs for the jobs' folder, Landlock, no privileges, not dumpable — warms
+up, forks its fork server (:mod:`sandbox_zygote`, which never sees a job), then answers one JSON
+job per line on stdin with one JSON reply per line on stdout::
 
     job:   {"code": str, "tests": [expr, ...], "rules": "benchmark"|"strict",
             "timeout": seconds per test, "memory_mb": int, "reuse": bool}
@@ -14,17 +14,17 @@ line on stdin with one JSON reply per line on stdout::
 
 A job runs in a child forked from the zygote, which confined itself once (a Landlock layer that
 lets it write only in the job folder, all of the seccomp filter but the refusal to start
-processes). The next job's child is forked as soon as a reply is written, while the grader
-reads it: it takes a new session, adds the last seccomp stage and waits for its job on a pipe;
-once the job comes it sets the job's resource limits and sends one record per test as soon as
-it has it (see :mod:`sandbox_child`). A child that sent its last record is killed at once (it
-has nothing left to do); waiting for its exit and emptying the job folder follow the reply. Each test's expression goes down the pipe only when the previous
-record has arrived, and from then this worker gives the test ``timeout`` seconds plus a
-grace period; a child that overruns (its timer ignored, stuck in C code) or dies
-is killed with its process group, that test fails, and a fresh child carries on with the next
-test (tests are deterministic). A record also fails as ``timeout`` when the kernel's receive
-timestamps say the test took longer than its limit, whatever the child reported. Worst case
-per job: ``tests x (timeout + GRACE + SETUP_LIMIT)``.
+processes). The next job's child is forked as soon as a reply is written, while the grader reads
+it: it takes a new session, adds the last seccomp stage and waits for its job on a pipe; once
+the job comes it sets the job's resource limits and sends one record per test as soon as it has
+it (see :mod:`sandbox_child`). A child that sent its last record is killed at once (it has
+nothing left to do); waiting for its exit and emptying the job folder follow the reply. Each
+test's expression goes down the pipe only when the previous record has arrived, and from then
+this worker gives the test ``timeout`` seconds plus a grace period; a child that overruns (its
+timer ignored, stuck in C code) or dies is killed with its process group, that test fails, and a
+fresh child carries on with the next test (tests are deterministic). A record also fails as
+``timeout`` when the kernel's receive timestamps say the test took longer than its limit,
+whatever the child reported. Worst case per job: ``tests x (timeout + GRACE + SETUP_LIMIT)``.
 
 After every answer the job folder is emptied (an iterative, permission-fixing delete); if it
 cannot be, the worker replies and exits, and the grader starts a fresh one. With ``reuse``
@@ -238,8 +238,15 @@ class Worker:
             child.jobs += 1
             child.received = 0  # the reply bound is per job (a reused child serves many)
             index, healthy, bad = records.collect(
-                child, task, index, results, self._status,
-                (lambda at: None) if ahead else (lambda at: self._give(child, task, job["tests"], at)))
+                child,
+                task,
+                index,
+                results,
+                self._status,
+                (lambda at: None)
+                if ahead
+                else (lambda at: self._give(child, task, job["tests"], at)),
+            )
             refused += bad
             if healthy and reuse and child.alive and child.jobs < MAX_JOBS_PER_CHILD:
                 self.reusable = child
