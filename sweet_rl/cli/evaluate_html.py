@@ -260,9 +260,7 @@ def main(
         directory = screenshot_dir or default_screenshot_dir(saved_path)
         answers = [answer_picture(trajectories[i], saved_path, directory) for i in rows]
         references = [reference_picture(trajectories[i], saved_path, directory) for i in rows]
-        scorer = load_clip(
-            clip_model, pretrained, crop, device, int(seed)
-        )  # fails fast, before renders
+        scorer = load_clip(clip_model, pretrained, crop, device, int(seed))  # fails fast
         render.update(
             render_pending(answers + references, browser, pool_size, assets_dir, page_load_timeout)
         )
