@@ -2,7 +2,9 @@
 
 Prompts are chat-formatted with the tokenizer's own template, left-padded and generated in
 mini-batches; generation stops at the tokenizer's end-of-turn tokens (``<|eot_id|>`` for
-Llama-3). Sampling is reproducible: each mini-batch seeds torch from the rows' seeds.
+Llama-3). Sampling is reproducible per row: each row draws its tokens from its own generator,
+seeded with the row's seed, so its sample does not depend on the rows that share its batch
+(:class:`RowSampler`). Greedy decoding (temperature 0) is transformers' own.
 
 :meth:`HFGenerator.generate_with_stops` also tells, per row, which end-of-turn token the
 generation stopped on (``None`` when it ran out of ``max_new_tokens``): the decoded text never
@@ -70,6 +72,46 @@ def first_stop(row: Sequence[int], stop_ids: Sequence[int]) -> Optional[int]:
     return None
 
 
+class RowSampler:
+    """A logits processor that samples every row's next token from the row's own generator.
+
+    transformers' sampler draws a whole batch from one global random stream, so a row's tokens
+    would depend on its batch mates. Here rows advance in lockstep, one token per step, and
+    row i's t-th token takes the t-th uniform draw of generator i, turned into a token by
+    inverse CDF over the row's tempered (and top-p filtered) distribution. The chosen token is
+    returned as the only finite score, so greedy ``generate()`` keeps exactly it.
+    """
+
+    def __init__(self, seeds: Sequence[int], temperature: float, top_p: float = 1.0):
+        import torch
+        from transformers.generation.logits_process import TopPLogitsWarper
+
+        # CPU generators: a seed gives the same draws whatever device the model is on.
+        self.generators = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
+        self.temperature = float(temperature)
+        self.top_p = TopPLogitsWarper(top_p) if top_p < 1.0 else None
+
+    def __call__(self, input_ids, scores):  # input_ids [B, T], scores [B, V]
+        import torch
+
+        if scores.shape[0] != len(self.generators):
+            raise ValueError(f"{scores.shape[0]} rows but {len(self.generators)} generators")
+        scores = scores / self.temperature
+        if self.top_p is not None:
+            scores = self.top_p(input_ids, scores)  # dropped tokens at -inf
+        probs = torch.softmax(scores.double(), dim=-1)  # [B, V]; double: a long cumsum stays exact
+        cdf = probs.cumsum(dim=-1)  # [B, V]
+        draws = torch.stack([torch.rand((), dtype=torch.float64, generator=g)
+                             for g in self.generators]).to(cdf.device)  # [B]
+        targets = (draws * cdf[:, -1]).unsqueeze(-1)  # [B, 1]
+        tokens = torch.searchsorted(cdf, targets, right=True)  # [B, 1]; right: skips 0-mass ids
+        # rounding can put a target at the very top: fall back to the last id with mass
+        vocab = probs.shape[-1]
+        last = vocab - 1 - (probs > 0).flip(-1).int().argmax(dim=-1, keepdim=True)  # [B, 1]
+        tokens = torch.minimum(tokens, last)  # [B, 1]
+        return torch.full_like(scores, float("-inf")).scatter_(-1, tokens, 0.0)  # [B, V]
+
+
 class HFGenerator:
     """A transformers causal LM that turns chat conversations into replies."""
 
@@ -118,22 +160,28 @@ class HFGenerator:
                             max_new_tokens: Optional[int] = None) -> List[Generation]:
         """Like :meth:`generate`, with the end-of-turn id each completion stopped on."""
         import torch
+        from transformers import LogitsProcessorList
 
         temperature = self.temperature if temperature is None else temperature
         max_new_tokens = self.max_new_tokens if max_new_tokens is None else max_new_tokens
+        sampling = temperature > 0
+        if seeds is None:
+            # unseeded rows still follow torch's global seed (torch.manual_seed before a call)
+            seeds = torch.randint(0, 2 ** 31, (len(prompts),)).tolist() if sampling else []
+        elif len(seeds) != len(prompts):
+            raise ValueError(f"{len(seeds)} seeds for {len(prompts)} prompts")
         outputs: List[Generation] = []
         for start in range(0, len(prompts), self.batch_size):
             chunk = prompts[start:start + self.batch_size]
-            if seeds is not None:
-                # One seed per mini-batch derived from its rows keeps runs reproducible.
-                torch.manual_seed(hash(tuple(seeds[start:start + self.batch_size])) % (2 ** 31))
             batch = self.tokenizer(chunk, return_tensors="pt", padding=True,
                                    add_special_tokens=False).to(self.device)
-            sampling = temperature > 0
-            kwargs = dict(max_new_tokens=max_new_tokens, do_sample=sampling,
+            # Sampling goes through RowSampler under greedy generate(); warpers stay off.
+            kwargs = dict(max_new_tokens=max_new_tokens, do_sample=False,
                           eos_token_id=self.stop_ids, pad_token_id=self.tokenizer.pad_token_id)
             if sampling:
-                kwargs.update(temperature=temperature, top_p=self.top_p, top_k=0)
+                row_seeds = seeds[start:start + self.batch_size]
+                kwargs["logits_processor"] = LogitsProcessorList(
+                    [RowSampler(row_seeds, temperature, self.top_p)])
             with torch.no_grad():
                 generated = self.model.generate(**batch, **kwargs)  # [B, prompt+new]
             new_tokens = generated[:, batch["input_ids"].shape[1]:]  # [B, new]

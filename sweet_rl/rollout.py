@@ -18,14 +18,10 @@ from typing import Callable, List, Optional, Sequence
 from sweet_rl.agents.base import Agent
 from sweet_rl.environments.base import CollaborationEnv
 from sweet_rl.records import Trajectory
+from sweet_rl.seeding import row_seed, turn_seed
 from sweet_rl.simulators.base import Simulator
 
 logger = logging.getLogger(__name__)
-
-
-def turn_seed(row_seed: int, turn: int) -> int:
-    """A distinct, reproducible seed for each (dialogue row, turn)."""
-    return (row_seed * 1_000_003 + turn * 7919) % (2 ** 31 - 1)
 
 
 def run_calls(calls: Sequence[Callable[[], object]], workers: int) -> List[object]:
@@ -43,9 +39,11 @@ def run_dialogues(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Sim
                   row_seeds: Optional[Sequence[int]] = None, progress=None) -> List[Trajectory]:
     """Play every environment to the end; returns trajectories in the order of ``envs``.
 
-    ``progress`` (a tqdm bar, optional) is advanced by one as each dialogue finishes.
+    ``row_seeds`` (one per environment; by default those of a run seeded 0) give each turn's
+    agent call its seed, :func:`sweet_rl.seeding.turn_seed`. ``progress`` (a tqdm bar,
+    optional) is advanced by one as each dialogue finishes.
     """
-    seeds = list(row_seeds) if row_seeds is not None else list(range(len(envs)))
+    seeds = list(row_seeds) if row_seeds is not None else [row_seed(0, i) for i in range(len(envs))]
     workers = max((env.record_workers for env in envs), default=1)
     active = [i for i, env in enumerate(envs) if not env.done]
     run_calls([envs[i].prepare for i in active], workers)

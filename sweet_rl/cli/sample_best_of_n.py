@@ -66,7 +66,8 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
     from sweet_rl.io import append_jsonl, write_sidecar
     from sweet_rl.stepwise.resume import records_done
     from sweet_rl.stepwise.sampling import build_sampler, with_candidates
-    from sweet_rl.stepwise.turns import read_turn_records, record_seed
+    from sweet_rl.seeding import row_seed
+    from sweet_rl.stepwise.turns import read_turn_records
 
     if agent_model in (None, ""):
         raise ValueError("--agent_model is empty: name the model that samples the candidates "
@@ -93,7 +94,8 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
     with tqdm(total=len(records), initial=done, desc="turns", unit="turn") as bar:
         for start in range(done, len(records), max(1, int(chunk_size))):
             chunk = records[start:start + max(1, int(chunk_size))]
-            seeds = [record_seed(seed, start + i) for i in range(len(chunk))]
+            # a record's seed depends on its position only, so a resumed run draws the same
+            seeds = [row_seed(seed, start + i) for i in range(len(chunk))]
             results = sampler.sample([r["input"] for r in chunk], int(best_of_n), seeds)
             append_jsonl(output_path, [with_candidates(r, outputs, scores)
                                        for r, (outputs, scores) in zip(chunk, results)])

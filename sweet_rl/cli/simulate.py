@@ -109,6 +109,7 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
     from sweet_rl.layout import lay_out
     from sweet_rl.prompts import load_prompt, template_fields
     from sweet_rl.rollout import run_dialogues
+    from sweet_rl.seeding import row_seed
     from sweet_rl.rendering.screenshots import default_screenshot_dir
 
     if train:
@@ -177,7 +178,7 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
                              **env_kwargs)
                     for r in range(start, stop)]
             trajectories = run_dialogues(envs, agent, simulator,
-                                         row_seeds=[seed * 100_003 + r for r in range(start, stop)],
+                                         row_seeds=[row_seed(seed, r) for r in range(start, stop)],
                                          progress=bar)
             append_jsonl(output_path, trajectories)
     finally:

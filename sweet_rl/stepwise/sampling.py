@@ -14,12 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from sweet_rl.seeding import candidate_seeds
 from sweet_rl.stepwise.scoring import Score, mean_of
-
-
-def candidate_seeds(record_seed: int, n: int) -> List[int]:
-    """One seed per candidate row (HFGenerator seeds each mini-batch from its rows' seeds)."""
-    return [(record_seed * 7919 + j) % (2 ** 31) for j in range(int(n))]
 
 
 def with_candidates(record: Dict[str, Any], outputs: List[str], scores: List[Score]) -> Dict[str, Any]:

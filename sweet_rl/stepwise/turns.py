@@ -92,11 +92,6 @@ def read_turn_records(path: str, data_fraction: float = 1.0) -> Tuple[List[Dict[
     return [record for rows in per_row for record in rows], len(per_row)
 
 
-def record_seed(seed: int, index: int) -> int:
-    """A seed per step record, so a resumed run samples exactly what a full run would."""
-    return (int(seed) * 1_000_003 + int(index)) % (2 ** 31)
-
-
 def dumps_key(*parts: Any) -> str:
     """A comparable identity for resume checks."""
     return json.dumps(parts, ensure_ascii=False)

@@ -106,8 +106,7 @@ def test_stepwise_sample_reference_includes_the_stop_token(tmp_path, offline, st
     from transformers import AutoModelForCausalLM
 
     from sweet_rl.hf_generation import HFGenerator
-    from sweet_rl.stepwise.sampling import candidate_seeds
-    from sweet_rl.stepwise.turns import record_seed
+    from sweet_rl.seeding import candidate_seeds, row_seed
 
     with_stop = _sample(offline, tmp_path / "with.jsonl", stop_model)
     without = _sample(offline, tmp_path / "without.jsonl", stop_model, exclude_stop_token=True)
@@ -119,7 +118,7 @@ def test_stepwise_sample_reference_includes_the_stop_token(tmp_path, offline, st
         assert a["additional_outputs"] == b["additional_outputs"]  # same seeds, same samples
         # the same generation again, now with the stop token each row ended on
         again = generator.generate_with_stops([a["input"]] * N,
-                                              seeds=candidate_seeds(record_seed(SEED, index), N))
+                                              seeds=candidate_seeds(row_seed(SEED, index), N))
         assert [g.text for g in again] == a["additional_outputs"]
         for g, mean, total, plain_mean, plain_total in zip(
                 again, a["additional_reference_logprobs"], a["additional_reference_logprobs_sum"],
