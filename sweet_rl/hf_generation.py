@@ -43,7 +43,8 @@ def format_chat(tokenizer, messages: Sequence[Dict[str, object]]) -> str:
 
 def stop_token_ids(tokenizer) -> List[int]:
     """End-of-turn ids: the tokenizer's eos plus Llama-3's ``<|eot_id|>``/``<|end_of_text|>``/
-    ``<|eom_id|>`` (the three ids of Llama-3.1-Instruct's generation config, which vLLM stops on)."""
+    ``<|eom_id|>`` (the three ids of Llama-3.1-Instruct's generation config, which vLLM stops
+    on)."""
     ids = {tokenizer.eos_token_id}
     for token in ("<|eot_id|>", "<|end_of_text|>", "<|eom_id|>", "<|im_end|>"):
         token_id = tokenizer.convert_tokens_to_ids(token)
@@ -118,7 +119,6 @@ class HFGenerator:
     def __init__(self, model_path: str, device: Optional[str] = None, dtype: str = "auto",
                  max_new_tokens: int = 1024, temperature: float = 1.0, top_p: float = 1.0,
                  batch_size: int = 16, model=None, tokenizer=None):
-        import torch
         from transformers import AutoModelForCausalLM
 
         self.device = pick_device(device)
@@ -153,7 +153,9 @@ class HFGenerator:
                  temperature: Optional[float] = None,
                  max_new_tokens: Optional[int] = None) -> List[str]:
         """Raw completions for already formatted prompts, in order."""
-        return [g.text for g in self.generate_with_stops(prompts, seeds, temperature, max_new_tokens)]
+        return [
+            g.text for g in self.generate_with_stops(prompts, seeds, temperature, max_new_tokens)
+        ]
 
     def generate_with_stops(self, prompts: List[str], seeds: Optional[List[int]] = None,
                             temperature: Optional[float] = None,

@@ -122,5 +122,7 @@ def summarize(path: str) -> str:
         distinct += len(set(sample.additional_outputs)) / max(1, len(sample.additional_outputs))
     if count == 0:
         return "0 turns"
-    return (f"{count} turns, {candidates} candidates, mean reference log-prob/token "
-            f"{mean_sum / max(1, candidates):.3f}, distinct candidates {100 * distinct / count:.1f}%")
+    return (
+        f"{count} turns, {candidates} candidates, mean reference log-prob/token "
+        f"{mean_sum / max(1, candidates):.3f}, distinct candidates {100 * distinct / count:.1f}%"
+    )

@@ -1,9 +1,9 @@
 """Stage: simulate dialogues between an agent and a simulated human.
 
 Row order matches the original (:mod:`sweet_rl.layout`): with ``best_of_n`` = k rollouts, the
-task list is written k times over. Rows are appended batch by batch, each record in one atomic write, so a
-killed run resumed with ``--to_continue`` skips exactly the rows already written and ends with
-every (task, rollout) exactly once.
+task list is written k times over. Rows are appended batch by batch, each record in one atomic
+write, so a killed run resumed with ``--to_continue`` skips exactly the rows already written and
+ends with every (task, rollout) exactly once.
 """
 
 from __future__ import annotations

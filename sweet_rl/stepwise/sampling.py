@@ -18,7 +18,9 @@ from sweet_rl.seeding import candidate_seeds
 from sweet_rl.stepwise.scoring import Score, mean_of
 
 
-def with_candidates(record: Dict[str, Any], outputs: List[str], scores: List[Score]) -> Dict[str, Any]:
+def with_candidates(
+    record: Dict[str, Any], outputs: List[str], scores: List[Score]
+) -> Dict[str, Any]:
     """A step record with its N candidates and their reference scores."""
     if len(outputs) != len(scores):
         raise ValueError(f"{len(outputs)} candidates but {len(scores)} scores")
@@ -45,10 +47,14 @@ class HFSampler:
                                          batch_size=batch_size, prompt_cache=prompt_cache)
         self.include_stop = include_stop
 
-    def sample(self, prompts: List[str], n: int, seeds: List[int]) -> List[Tuple[List[str], List[Score]]]:
+    def sample(
+        self, prompts: List[str], n: int, seeds: List[int]
+    ) -> List[Tuple[List[str], List[Score]]]:
         results = []
         for prompt, seed in zip(prompts, seeds):
-            done = self.generator.generate_with_stops([prompt] * int(n), seeds=candidate_seeds(seed, n))
+            done = self.generator.generate_with_stops(
+                [prompt] * int(n), seeds=candidate_seeds(seed, n)
+            )
             texts = [g.text for g in done]
             # the stop token is scored after the text, as vLLM's token_ids/logprobs hold it
             suffixes = [[g.stop_id] if self.include_stop and g.stop_id is not None else []

@@ -10,8 +10,11 @@ from sweet_rl.seeding import candidate_seeds
 MESSAGES = [
     [{"role": "user", "content": "Write a function that adds two numbers."}],
     [{"role": "user", "content": "Hi."}],
-    [{"role": "user", "content": "Write f."}, {"role": "assistant", "content": "What should f return?"},
-     {"role": "user", "content": "The sum, I think."}],
+    [
+        {"role": "user", "content": "Write f."},
+        {"role": "assistant", "content": "What should f return?"},
+        {"role": "user", "content": "The sum, I think."},
+    ],
     [{"role": "user", "content": "Hi."}],
 ]
 SEEDS = [11, 12, 13, 14]

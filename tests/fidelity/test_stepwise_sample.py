@@ -129,7 +129,9 @@ def test_stepwise_sample_reference_includes_the_stop_token(tmp_path, offline, st
             assert mean == pytest.approx(expected / count, abs=1e-4)
             plain, plain_count = _direct(model, generator.tokenizer, a["input"], g.text, None)
             assert plain_total == pytest.approx(plain, abs=1e-4)
-            assert plain_mean == pytest.approx(plain / plain_count if plain_count else 0.0, abs=1e-4)
+            assert plain_mean == pytest.approx(
+                plain / plain_count if plain_count else 0.0, abs=1e-4
+            )
     # both kinds occur: candidates that stopped on <|eot_id|> and candidates cut at 3 tokens
     assert set(stops) == {eot, None}
 
@@ -142,7 +144,10 @@ def test_stepwise_sample_defaults_to_the_originals_agent_and_says_so(tmp_path, o
                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=120,
                             env=dict(os.environ, HF_HUB_OFFLINE="1"))
     assert result.returncode == 2
-    assert "sampling with meta-llama/Llama-3.1-8B-Instruct (the original's default agent" in result.stderr
+    assert (
+        "sampling with meta-llama/Llama-3.1-8B-Instruct (the original's default agent"
+        in result.stderr
+    )
     error = result.stderr[result.stderr.index("\nerror: "):]
     assert "meta-llama/Llama-3.1-8B-Instruct" in error and "Traceback" not in result.stderr
     assert not out.exists()
