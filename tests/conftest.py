@@ -59,6 +59,19 @@ SLOW_FILES = {
     "tests/rendering/test_renderer.py",
     "tests/cli/test_simulate_with_server.py",
     "tests/simulators/test_transformers_serve.py",
+    "tests/fidelity/test_grading_table.py",  # the whole table graded in the sandbox at once
+}
+# single tests that run a stage's script end to end in a subprocess (5-12 s each here)
+SLOW_TESTS = {
+    "tests/fidelity/test_commands_readme.py::test_critic_command_trains_with_the_run_name",
+    "tests/fidelity/test_commands_readme.py::test_evaluate_html_readme_command_on_original_rows",
+    "tests/fidelity/test_stepwise_pairs.py::test_stepwise_pairs_no_prompt_through_the_script",
+    "tests/fidelity/test_stepwise_sample.py::"
+    "test_stepwise_sample_defaults_to_the_originals_agent_and_says_so",
+    "tests/training/test_train_dpo.py::test_script_exits_2_on_bad_input_and_leaves_save_path_alone",
+    "tests/grading/test_sandbox_values.py::test_large_and_deep_values_come_through_and_compare",
+    "tests/cli/test_prepare_frontend.py::test_bad_source_via_cli_exits_nonzero_and_writes_nothing",
+    "tests/cli/test_simulate_evaluate.py::test_killed_run_resumes_with_every_row_exactly_once",
 }
 SLOW_FIXTURES = {"render_assets"}  # real Chromium
 
@@ -66,5 +79,7 @@ SLOW_FIXTURES = {"render_assets"}  # real Chromium
 def pytest_collection_modifyitems(config, items):
     for item in items:
         path = Path(str(item.fspath)).resolve().relative_to(REPO_ROOT).as_posix()
-        if path in SLOW_FILES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        test = f"{path}::{getattr(item, 'originalname', item.name)}"
+        if path in SLOW_FILES or test in SLOW_TESTS or \
+                SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)

@@ -64,7 +64,7 @@ def test_readable_roots_leave_out_this_project(tmp_path):
 def test_readable_roots_of_this_interpreter_hide_the_installed_project():
     from sweet_rl.grading.sandbox.client import library_folders
 
-    package = os.path.dirname(SANDBOX)  # this project's sweet_rl folder, wherever it is
+    package = os.path.dirname(os.path.dirname(SANDBOX))  # this project's sweet_rl folder
     roots = readable_roots(library_folders())
     for path in roots:
         if isinstance(path, ListOnly):  # names only: nothing beneath is readable through it
@@ -117,7 +117,7 @@ def test_landlock_reads_third_party_packages_but_not_the_project(tmp_path):
     jobs, outside = str(tmp_path / "jobs"), str(tmp_path / "outside")
     os.mkdir(jobs)
     os.mkdir(outside)
-    project = os.path.dirname(os.path.dirname(SANDBOX))
+    project = os.path.dirname(os.path.dirname(os.path.dirname(SANDBOX)))  # the checkout
     results = script_result(f"site, jobs, outside, project = {site!r}, {jobs!r}, {outside!r}, "
                             f"{project!r}\n" + textwrap.dedent(LANDLOCK_PROBE))
     assert results == {
