@@ -237,16 +237,9 @@ class Worker:
                     self._give(child, task, job["tests"], at)
             child.jobs += 1
             child.received = 0  # the reply bound is per job (a reused child serves many)
-            index, healthy, bad = records.collect(
-                child,
-                task,
-                index,
-                results,
-                self._status,
-                (lambda at: None)
-                if ahead
-                else (lambda at: self._give(child, task, job["tests"], at)),
-            )
+            give = (lambda at: None) if ahead else \
+                (lambda at: self._give(child, task, job["tests"], at))
+            index, healthy, bad = records.collect(child, task, index, results, self._status, give)
             refused += bad
             if healthy and reuse and child.alive and child.jobs < MAX_JOBS_PER_CHILD:
                 self.reusable = child
