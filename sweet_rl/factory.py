@@ -10,6 +10,7 @@ from sweet_rl.simulators.base import Simulator
 
 logger = logging.getLogger(__name__)
 AGENT_BACKENDS = ("hf", "vllm", "openai")
+SCRIPTED_SIMULATOR = "scripted"  # --env_model value for the rule-based human (no model)
 
 
 def resolve_model(model: Optional[str]) -> str:
@@ -61,13 +62,24 @@ def build_simulator(hostname: Optional[str], port: int, env_model: Optional[str]
                     max_tokens: int = 256, device: Optional[str] = None, batch_size: int = 16,
                     api_key: Optional[str] = None, agent: Optional[Agent] = None,
                     task_type: str = "code") -> Simulator:
-    """An HTTP simulator when ``hostname`` is given, else an in-process local model.
+    """An HTTP simulator when ``hostname`` is given, else an in-process local model; with
+    ``env_model="scripted"`` the rule-based human of the miniature benchmark
+    (:mod:`sweet_rl.simulators.scripted_simulator`), backend tasks only.
 
     For ``task_type="html"`` the local model is a vision-language model (default: the tiny
     Qwen2-VL); the HTTP simulator sends the same image messages to the server as they are.
     The local text simulator reuses the ``hf`` agent's loaded model when both are the same
     model, so the CPU demo holds one copy.
     """
+    if env_model == SCRIPTED_SIMULATOR:
+        # checked before --hostname, and refused with it: which human answers must never
+        # depend on which of two conflicting flags wins
+        if hostname or task_type != "code":
+            raise ValueError("--env_model scripted is an in-process rule-based human for "
+                             "backend tasks: drop --hostname and use --task_type code")
+        from sweet_rl.simulators.scripted_simulator import ScriptedSimulator
+
+        return ScriptedSimulator()
     if hostname:
         from sweet_rl.openai_compat import base_url_from
         from sweet_rl.simulators.openai_simulator import OpenAISimulator

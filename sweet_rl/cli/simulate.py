@@ -65,7 +65,10 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
         agent_model: agent checkpoint (path or hub id); default: the embedded tiny model.
         hostname, port: OpenAI-compatible simulator server; without hostname the simulator is
             ``env_model`` run in-process (default: the tiny model).
-        env_model: the simulator's model (the served model name with --hostname).
+        env_model: the simulator's model (the served model name with --hostname), or
+            ``scripted``: a rule-based human with no model (backend tasks, no --hostname)
+            that answers the hidden details a question names, for the miniature benchmark's
+            generated tasks (sweet_rl/data/mini_tasks.py).
         input_path: task JSONL, ``hf://REPO/FILE`` on the hub, or omitted for the bundled tasks.
         num_tasks: the first N tasks (1000, the paper's backend test set; None: all).
         best_of_n: rollouts per task (k). single_turn: the paper's single-turn setting.

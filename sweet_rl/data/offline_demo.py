@@ -46,17 +46,21 @@ def _function_name(code: str) -> str:
     return f"def {match.group(1)}({match.group(2)})" if match else "def solution(*args)"
 
 
+def code_answer(code: str) -> str:
+    """The agent's final backend message: the answer marker, then the code in a fence."""
+    return f"{ANSWER_INTRO}\n```python\n{code}\n```"
+
+
 def script(task_type: str, style: int, truth: str) -> List[str]:
     """The agent's messages, turn by turn. Style 0 asks, then answers right; 1 asks, then
     answers wrong; 2 answers right at once."""
     if task_type == "html":
-        right, wrong = truth, DRAFT_PAGE
-        question = f"{DESIGN_QUESTION}\n{DRAFT_PAGE}"
-        answer = "{0} Here is the page.\n{1}"
+        question, wrong = f"{DESIGN_QUESTION}\n{DRAFT_PAGE}", DRAFT_PAGE
     else:
-        right, wrong = truth, f"{_function_name(truth)}:\n    return None"
-        question, answer = QUESTION, "{0}\n```python\n{1}\n```"
-    final = answer.format(ANSWER_INTRO, wrong if style == 1 else right)
+        question, wrong = QUESTION, f"{_function_name(truth)}:\n    return None"
+    chosen = wrong if style == 1 else truth
+    final = (f"{ANSWER_INTRO} Here is the page.\n{chosen}" if task_type == "html"
+             else code_answer(chosen))
     return [final] if style == 2 else [question if style == 0 else QUESTION, final]
 
 
@@ -85,8 +89,19 @@ class ScriptedHuman(Simulator):
 def build_offline_trajectories(tokenizer, tasks, rollouts: int = ROLLOUTS, task_type: str = "code",
                                env_kwargs: Optional[dict] = None):
     """Trajectories in simulate's row order (:mod:`sweet_rl.layout`)."""
-    from sweet_rl.environments import make_env
     from sweet_rl.layout import lay_out, rollout_of
+
+    rows = lay_out(tasks, rollouts)
+    scripts = [script(task_type, rollout_of(row, len(tasks)) % 3, task.ground_truth)
+               for row, task in enumerate(rows)]
+    return play_scripts(tokenizer, rows, scripts, ScriptedHuman(), task_type, env_kwargs)
+
+
+def play_scripts(tokenizer, rows, scripts: List[List[str]], human: Simulator,
+                 task_type: str = "code", env_kwargs: Optional[dict] = None):
+    """One trajectory per row: ``scripts[i]`` (the agent's messages) played on ``rows[i]``
+    through the real environment, ``human`` answering, with the bundled prompts."""
+    from sweet_rl.environments import make_env
     from sweet_rl.prompts import load_prompt
     from sweet_rl.rollout import run_dialogues
 
@@ -94,10 +109,8 @@ def build_offline_trajectories(tokenizer, tasks, rollouts: int = ROLLOUTS, task_
     user_prompt = load_prompt(None, "user", task_type)
     trajectories = []
     # one dialogue at a time: each has its own scripted agent
-    for row, task in enumerate(lay_out(tasks, rollouts)):
+    for task, turns in zip(rows, scripts):
         env = make_env(task_type, task, agent_prompt, user_prompt, **(env_kwargs or {}))
-        rollout = rollout_of(row, len(tasks))
-        agent = ScriptedAgent(tokenizer, script(task_type, rollout % 3, task.ground_truth))
-        [trajectory] = run_dialogues([env], agent, ScriptedHuman())
+        [trajectory] = run_dialogues([env], ScriptedAgent(tokenizer, turns), human)
         trajectories.append(trajectory)
     return trajectories
