@@ -72,6 +72,8 @@ SLOW_TESTS = {
     "tests/grading/test_sandbox_values.py::test_large_and_deep_values_come_through_and_compare",
     "tests/cli/test_prepare_frontend.py::test_bad_source_via_cli_exits_nonzero_and_writes_nothing",
     "tests/cli/test_simulate_evaluate.py::test_killed_run_resumes_with_every_row_exactly_once",
+    "tests/simulators/test_scripted_simulator.py::"
+    "test_simulate_script_with_the_tiny_agent_and_the_scripted_human",
 }
 SLOW_FIXTURES = {"render_assets"}  # real Chromium
 

@@ -46,6 +46,12 @@ Splits: all combinations of hidden values of all families are split once, by a f
 (``SPLIT_SEED``, not the caller's), into a train pool and a held-out test pool (about one in
 five), so the train and test tasks never share a family with the same hidden values, whatever
 seed draws them. ``generate_tasks(n, seed, split)`` draws from one pool and is deterministic.
+
+Tasks are ordinary ColBench backend rows (``problem_description``, ``ground_truth``,
+``test_cases``) plus two pass-through keys no model sees, ``mini_family`` and ``mini_details``
+(the hidden values), which the scripted dialogues (:mod:`sweet_rl.data.mini_dialogues`) and
+the tests read. Write them with :func:`sweet_rl.io.write_jsonl` and pass the file to
+``simulate_interactions.py --input_path FILE --env_model scripted``.
 """
 
 from __future__ import annotations

@@ -1,1 +1,2 @@
-"""Human simulators: an OpenAI-compatible HTTP client and an in-process local model."""
+"""Human simulators: an OpenAI-compatible HTTP client, in-process local models and a
+scripted rule-based human (no model)."""
