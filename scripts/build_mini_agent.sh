@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The warm-started tiny agent of the miniature ColBench (issue 11), on the CPU, with the
+# project's own stages:
+#   1. mini_warm_start: a fresh tiny Llama (local tokenizer), train and held-out test tasks,
+#      one scripted dialogue per train task in a mix of styles (askers, guessers, wasters);
+#   2. evaluate_code.py: the real grader writes each dialogue's reward;
+#   3. train_sft.py with --min_reward 0: SFT on *every* dialogue, not only the successful
+#      ones, so the agent clones the mix and succeeds only when it happens to play the asker;
+#   4. (MEASURE=1, the default) simulate_interactions.py with the scripted human on the
+#      held-out tasks at temperature 1.0, then evaluate_code.py: the zero-shot success.
+#
+#   bash scripts/build_mini_agent.sh                  # writes outputs/mini (agent: agent/)
+#   OUT=/tmp/mini TRAIN_TASKS=40 EPOCHS=1 MEASURE=0 bash scripts/build_mini_agent.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-outputs/mini}
+PYTHON=${PYTHON:-python}
+TRAIN_TASKS=${TRAIN_TASKS:-200}
+TEST_TASKS=${TEST_TASKS:-30}
+MIX=${MIX:-asker=0.4,guesser=0.3,waster=0.3}
+HIDDEN=${HIDDEN:-128}
+LAYERS=${LAYERS:-2}
+EPOCHS=${EPOCHS:-6}
+LR=${LR:-5e-3}
+BATCH=${BATCH:-4}
+SEED=${SEED:-0}
+MEASURE=${MEASURE:-1}
+MAX_NEW_TOKENS=${MAX_NEW_TOKENS:-256}
+
+"$PYTHON" -m sweet_rl.cli.mini_warm_start "$OUT" --num_train_tasks "$TRAIN_TASKS" \
+    --num_test_tasks "$TEST_TASKS" --mix "$MIX" --seed "$SEED" \
+    --hidden_size "$HIDDEN" --num_layers "$LAYERS"
+"$PYTHON" scripts/evaluate_code.py "$OUT/warm_start.jsonl" --k 1
+# A model this small learns from scratch: a learning rate far above the paper's 2e-7, small
+# batches for more updates, several epochs; no held-out share (every dialogue is data).
+"$PYTHON" scripts/train_sft.py --pretrain "$OUT/base" --dataset "$OUT/warm_start.jsonl" \
+    --save_path "$OUT/agent" --min_reward 0 --seed "$SEED" \
+    --learning_rate "$LR" --max_epochs "$EPOCHS" --train_batch_size "$BATCH" \
+    --micro_train_batch_size "$BATCH" --max_len 1024 --lr_warmup_ratio 0.05 --eval_holdout 0 \
+    --zero_stage 0 --bf16 False --gradient_checkpointing False --flash_attn False \
+    --report_to none
+
+if [ "$MEASURE" = 1 ]; then
+  "$PYTHON" scripts/simulate_interactions.py --agent_model "$OUT/agent" --env_model scripted \
+      --input_path "$OUT/test_tasks.jsonl" --num_tasks "$TEST_TASKS" \
+      --output_path "$OUT/test.jsonl" --overwrite --temperature 1.0 \
+      --max_new_tokens "$MAX_NEW_TOKENS" --batch_size "$TEST_TASKS" --seed "$SEED"
+  "$PYTHON" scripts/evaluate_code.py "$OUT/test.jsonl" --k 1
+fi
+echo "mini agent: $OUT/agent"

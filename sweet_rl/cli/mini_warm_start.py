@@ -1,0 +1,54 @@
+"""Stage: the data of the miniature ColBench's warm start (issue 11).
+
+    python -m sweet_rl.cli.mini_warm_start outputs/mini --num_train_tasks 240
+
+Writes into ``output_dir``:
+
+* ``base/``: a fresh tiny Llama with the local tokenizer (:mod:`sweet_rl.tiny_model`), of
+  the size asked for: the model the SFT stage then warm-starts;
+* ``train_tasks.jsonl``, ``test_tasks.jsonl``: generated tasks of the two splits
+  (:mod:`sweet_rl.data.mini_tasks`), the test ones held out;
+* ``warm_start.jsonl``: one scripted dialogue per train task, styles in the proportions of
+  ``--mix`` (:mod:`sweet_rl.data.mini_warm_start`), unevaluated: ``evaluate_code.py`` grades
+  it and ``train_sft.py`` trains on it. ``scripts/build_mini_agent.sh`` runs the whole recipe.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+
+def main(output_dir: str, num_train_tasks: int = 240, num_test_tasks: int = 30,
+         mix: str = "asker=0.4,guesser=0.3,waster=0.3", seed: int = 0,
+         hidden_size: int = 128, num_layers: int = 2):
+    """Build the base model and write the tasks and the mixed scripted dialogues."""
+    arguments = dict(locals())
+    from sweet_rl.data.mini_tasks import generate_tasks
+    from sweet_rl.data.mini_warm_start import build_warm_start_trajectories, parse_mix
+    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.io import write_jsonl, write_sidecar
+    from sweet_rl.tiny_model import build_tiny_model
+
+    shares = parse_mix(str(mix))  # checked before any work
+    base = build_tiny_model(os.path.join(output_dir, "base"), seed=seed,
+                            hidden_size=hidden_size, num_layers=num_layers)
+    train = generate_tasks(num_train_tasks, seed, "train")
+    test = generate_tasks(num_test_tasks, seed, "test")
+    trajectories, styles = build_warm_start_trajectories(load_tokenizer(base), train, shares,
+                                                         seed)
+    outputs = {"train_tasks.jsonl": train, "test_tasks.jsonl": test,
+               "warm_start.jsonl": trajectories}
+    for name, rows in outputs.items():
+        path = os.path.join(output_dir, name)
+        write_jsonl(path, rows)
+        write_sidecar(path, arguments, "mini_warm_start")
+    counts = ", ".join(f"{style} {n}" for style, n in sorted(Counter(styles).items()))
+    print(f"mini_warm_start: base model {base}; {len(train)} train tasks ({counts}), "
+          f"{len(test)} test tasks -> {output_dir}")
+
+
+if __name__ == "__main__":
+    from sweet_rl.cli.common import run_cli
+
+    run_cli(main)
