@@ -22,8 +22,9 @@ from typing import Dict, List, Mapping
 from sweet_rl.data.mini_dialogues import STYLES, build_mini_trajectories
 from sweet_rl.records import Task
 
-# Chosen by measurement (docs/mini.md has the table): the share of askers sets how often the
-# warm agent succeeds zero-shot.
+# The share of askers is meant to set how often the warm agent succeeds zero-shot; the runs
+# so far (docs/mini_warm_start.md) have not yet reached the 15-35% aimed at, so this is a
+# starting point, not a tuned value.
 DEFAULT_MIX: Dict[str, float] = {"asker": 0.4, "guesser": 0.3, "waster": 0.3}
 
 
