@@ -74,7 +74,7 @@ SLOW_TESTS = {
     "tests/cli/test_simulate_evaluate.py::test_killed_run_resumes_with_every_row_exactly_once",
     "tests/simulators/test_scripted_simulator.py::"
     "test_simulate_script_with_the_tiny_agent_and_the_scripted_human",
-    # the warm-start recipe end to end, reduced (about a minute or two here)
+    # the warm-start recipe end to end, reduced (about 2.5 minutes here)
     "tests/data/test_mini_warm_start.py::test_reduced_warm_start_follows_the_protocol",
 }
 SLOW_FIXTURES = {"render_assets"}  # real Chromium
