@@ -66,6 +66,7 @@ from sweet_rl.records import Task
 MIN_FAILS = 3  # tests a one-detail-wrong answer must fail
 NUM_TESTS = 10
 CANDIDATES = 200  # inputs drawn per task, from which the ten tests are picked
+POOL_ATTEMPTS = 5  # fresh candidate draws before a task is declared impossible
 SPLIT_SEED = 20250311  # fixed: the split must not move with the caller's seed
 TEST_SHARE = 5  # one combination in TEST_SHARE goes to the held-out split
 SPLITS = ("train", "test")
@@ -185,22 +186,25 @@ def one_wrong_variants(family: Family, values: Dict[str, object]) -> List[Dict[s
 
 def _pick_tests(family: Family, values: Dict[str, object], rng: random.Random) -> List[tuple]:
     """Ten distinct inputs such that each one-wrong variant differs on >= MIN_FAILS of them:
-    greedy over a seeded candidate pool, the input closing most of the remaining gap first."""
+    greedy over a seeded candidate pool, the input closing most of the remaining gap first.
+    A pool that cannot (rare: some draws hold too few telling inputs) is replaced by a fresh
+    draw; the first pool's tasks are unchanged by the retries."""
     reference = _function(family.code(values))
     variants = [_function(family.code(v)) for v in one_wrong_variants(family, values)]
-    pool = list(dict.fromkeys(family.draw_input(rng) for _ in range(CANDIDATES)))
-    differs = {args: [f(*args) != reference(*args) for f in variants] for args in pool}
-    counts, chosen = [0] * len(variants), []
-    while len(chosen) < NUM_TESTS:
-        def gain(args):
-            return sum(hit and count < MIN_FAILS for hit, count in zip(differs[args], counts))
+    for _attempt in range(POOL_ATTEMPTS):
+        pool = list(dict.fromkeys(family.draw_input(rng) for _ in range(CANDIDATES)))
+        differs = {args: [f(*args) != reference(*args) for f in variants] for args in pool}
+        counts, chosen = [0] * len(variants), []
+        while len(chosen) < NUM_TESTS:
+            def gain(args):
+                return sum(hit and count < MIN_FAILS for hit, count in zip(differs[args], counts))
 
-        best = max((a for a in pool if a not in chosen), key=gain)  # first best: deterministic
-        chosen.append(best)
-        counts = [count + hit for count, hit in zip(counts, differs[best])]
-    if min(counts) < MIN_FAILS:
-        raise RuntimeError(f"{family.name} {values}: no ten tests tell every detail apart")
-    return chosen
+            best = max((a for a in pool if a not in chosen), key=gain)  # first best: deterministic
+            chosen.append(best)
+            counts = [count + hit for count, hit in zip(counts, differs[best])]
+        if min(counts) >= MIN_FAILS:
+            return chosen
+    raise RuntimeError(f"{family.name} {values}: no ten tests tell every detail apart")
 
 
 def _combinations(family: Family) -> List[Dict[str, object]]:

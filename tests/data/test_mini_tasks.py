@@ -112,3 +112,13 @@ def test_wasted_questions_name_no_detail():
     for text in IRRELEVANT_QUESTIONS:
         message = parse_agent_output(wasted_question(text)).message
         assert not any(names(message, keyword) for keyword in KEYWORDS), text
+
+
+def test_more_tasks_than_the_pool_holds_redraws_without_failing():
+    # 320 train tasks draw every hidden-value combination (272) a second time with new test
+    # inputs; one of those redraws once found no ten telling tests in its first candidate pool
+    tasks = generate_tasks(320, 0, "train")
+    assert len(tasks) == 320
+    assert all(len(task.test_cases) == 10 for task in tasks)
+    again = generate_tasks(320, 0, "train")
+    assert [t.test_cases for t in tasks[-5:]] == [t.test_cases for t in again[-5:]]
