@@ -60,8 +60,9 @@ START_LIMIT = 120.0  # seconds a fresh worker may take to confine itself and war
 
 def job_deadline(tests: int, timeout: float) -> float:
     """Seconds a worker may take to answer a job of ``tests`` tests: every test may time out
-    and need a fresh child (sandbox_worker: SETUP_LIMIT + GRACE on top of its limit)."""
-    return tests * (timeout + 5.5) + REPLY_MARGIN
+    and need a fresh child (sandbox_records: SETUP_LIMIT + GRACE + ENCODE_GRACE on top of its
+    limit)."""
+    return tests * (timeout + 8.5) + REPLY_MARGIN
 
 
 def remove_scratch(path: str) -> None:

@@ -253,6 +253,7 @@ def run_tests(code, count, start, rules, timeout, nonce, next_test, out=RESULT_F
                 value = _run_test(compiled, code, expression, rules)
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 ended = _clock()  # encoding is not the answer's time (its size is bounded)
+                send_packet(out, nonce + b"E")  # the worker gives encoding its own allowance
                 BUILTINS.restore()
                 line = (index, "ok", _encode_output(value))
             except _TestTimeout:
