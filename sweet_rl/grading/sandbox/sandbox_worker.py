@@ -204,8 +204,7 @@ class Worker:
         pipe closes after a one-shot child's last test, so its harness ends there."""
         self._send(child, (json.dumps(tests[index]) + "\n").encode())
         if index == len(tests) - 1 and not task["reuse"]:
-            os.close(child.job_fd)
-            child.job_fd = None
+            self._close_pipe(child)
 
     # -- jobs ------------------------------------------------------------------------------
     def run(self, job):
@@ -265,10 +264,15 @@ class Worker:
             except OSError:  # the next job forks (and reports) for itself
                 self.spare = None
 
-    def _stop(self, child):
+    @staticmethod
+    def _close_pipe(child):
         if child.job_fd is not None:
             os.close(child.job_fd)
             child.job_fd = None
+
+    def _stop(self, child):
+        """Close the child's job pipe and SIGKILL it with its process group (no wait)."""
+        self._close_pipe(child)
         if child.alive:
             for target in (lambda: os.killpg(child.pid, signal.SIGKILL),
                            lambda: os.kill(child.pid, signal.SIGKILL)):
@@ -279,9 +283,7 @@ class Worker:
 
     def _retire(self, child, finished):
         """Make sure the child is gone, then empty the job folder for the next one."""
-        if child.job_fd is not None:
-            os.close(child.job_fd)
-            child.job_fd = None
+        self._close_pipe(child)
         if child.alive and finished:  # it sent everything: it exits by itself
             records.await_exit(child, EXIT_WAIT)
         if child.alive:
