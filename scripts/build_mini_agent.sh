@@ -20,6 +20,8 @@ TEST_TASKS=${TEST_TASKS:-30}
 MIX=${MIX:-asker=0.4,guesser=0.3,waster=0.3}
 HIDDEN=${HIDDEN:-128}
 LAYERS=${LAYERS:-2}
+TIE=${TIE:-True}
+DRILLS=${DRILLS:-1500}
 EPOCHS=${EPOCHS:-6}
 LR=${LR:-5e-3}
 BATCH=${BATCH:-4}
@@ -29,11 +31,13 @@ MAX_NEW_TOKENS=${MAX_NEW_TOKENS:-256}
 
 "$PYTHON" -m sweet_rl.cli.mini_warm_start "$OUT" --num_train_tasks "$TRAIN_TASKS" \
     --num_test_tasks "$TEST_TASKS" --mix "$MIX" --seed "$SEED" \
-    --hidden_size "$HIDDEN" --num_layers "$LAYERS"
+    --hidden_size "$HIDDEN" --num_layers "$LAYERS" --tie_embeddings "$TIE" --num_drills "$DRILLS"
 "$PYTHON" scripts/evaluate_code.py "$OUT/warm_start.jsonl" --k 1
+# the graded dialogues and the recall drills (reward 1.0, never graded) are one SFT set
+cat "$OUT/warm_start.jsonl" "$OUT/drills.jsonl" > "$OUT/sft.jsonl"
 # A model this small learns from scratch: a learning rate far above the paper's 2e-7, small
 # batches for more updates, several epochs; no held-out share (every dialogue is data).
-"$PYTHON" scripts/train_sft.py --pretrain "$OUT/base" --dataset "$OUT/warm_start.jsonl" \
+"$PYTHON" scripts/train_sft.py --pretrain "$OUT/base" --dataset "$OUT/sft.jsonl" \
     --save_path "$OUT/agent" --min_reward 0 --seed "$SEED" \
     --learning_rate "$LR" --max_epochs "$EPOCHS" --train_batch_size "$BATCH" \
     --micro_train_batch_size "$BATCH" --max_len 1024 --lr_warmup_ratio 0.05 --eval_holdout 0 \

@@ -12,11 +12,12 @@ The weights are random: it writes gibberish and scores about 0 on ColBench.
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import os
 import shutil
 import tempfile
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 BOS, EOS, EOT = "<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"
 HEADER_START, HEADER_END = "<|start_header_id|>", "<|end_header_id|>"
@@ -61,8 +62,10 @@ def _training_text() -> Iterator[str]:
            "False import print OUTPUT: I WANT TO ANSWER: ```python ``` I don't know.")
 
 
-def build_tokenizer(vocab_size: int = 1024):
-    """Train a byte-level BPE and wrap it as a transformers fast tokenizer."""
+def build_tokenizer(vocab_size: int = 1024, extra_text: Iterable[str] = ()):
+    """Train a byte-level BPE and wrap it as a transformers fast tokenizer. ``extra_text``
+    (e.g. a task family's own words, :func:`sweet_rl.data.mini_tasks.corpus`) is learnt too,
+    so that text is cut into fewer, whole-word tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -75,7 +78,8 @@ def build_tokenizer(vocab_size: int = 1024):
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    core.train_from_iterator(_training_text(), trainer=trainer)
+    core.train_from_iterator(itertools.chain(_training_text(), extra_text),
+                             trainer=trainer)
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=core,
         bos_token=BOS,
@@ -89,12 +93,13 @@ def build_tokenizer(vocab_size: int = 1024):
 
 def build_tiny_model(output_dir: str, seed: int = 0, vocab_size: int = 1024,
                      hidden_size: int = 64, num_layers: int = 2,
-                     max_position_embeddings: int = 8192) -> str:
+                     max_position_embeddings: int = 8192,
+                     extra_text: Iterable[str] = (), tie_embeddings: bool = False) -> str:
     """Write a tiny random Llama model and its tokenizer to ``output_dir``; return the path."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-    tokenizer = build_tokenizer(vocab_size)
+    tokenizer = build_tokenizer(vocab_size, extra_text)
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
@@ -106,7 +111,7 @@ def build_tiny_model(output_dir: str, seed: int = 0, vocab_size: int = 1024,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=False,
+        tie_word_embeddings=tie_embeddings,
     )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)

@@ -60,9 +60,11 @@ SLOW_FILES = {
     "tests/cli/test_simulate_with_server.py",
     "tests/simulators/test_transformers_serve.py",
     "tests/fidelity/test_grading_table.py",  # the whole table graded in the sandbox at once
+    "tests/test_mini_reproduction.py",  # every stage of every method, reduced (minutes)
 }
 # single tests that run a stage's script end to end in a subprocess (5-12 s each here)
 SLOW_TESTS = {
+    "tests/cli/test_mini_best_of_n.py::test_curve_on_held_out_tasks_with_a_real_critic",
     "tests/fidelity/test_commands_readme.py::test_critic_command_trains_with_the_run_name",
     "tests/fidelity/test_commands_readme.py::test_evaluate_html_readme_command_on_original_rows",
     "tests/fidelity/test_stepwise_pairs.py::test_stepwise_pairs_no_prompt_through_the_script",

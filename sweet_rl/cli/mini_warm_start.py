@@ -10,7 +10,10 @@ Writes into ``output_dir``:
   (:mod:`sweet_rl.data.mini_tasks`), the test ones held out;
 * ``warm_start.jsonl``: one scripted dialogue per train task, styles in the proportions of
   ``--mix`` (:mod:`sweet_rl.data.mini_warm_start`), unevaluated: ``evaluate_code.py`` grades
-  it and ``train_sft.py`` trains on it. ``scripts/build_mini_agent.sh`` runs the whole recipe.
+  it and ``train_sft.py`` trains on it;
+* ``drills.jsonl``: ``--num_drills`` recall drills (:mod:`sweet_rl.data.mini_drills`), reward
+  1.0, never graded: the SFT stage trains on them beside the dialogues.
+``scripts/build_mini_agent.sh`` runs the whole recipe.
 """
 
 from __future__ import annotations
@@ -21,31 +24,36 @@ from collections import Counter
 
 def main(output_dir: str, num_train_tasks: int = 240, num_test_tasks: int = 30,
          mix: str = "asker=0.4,guesser=0.3,waster=0.3", seed: int = 0,
-         hidden_size: int = 128, num_layers: int = 2):
+         hidden_size: int = 128, num_layers: int = 2, tie_embeddings: bool = False,
+         num_drills: int = 1500):
     """Build the base model and write the tasks and the mixed scripted dialogues."""
     arguments = dict(locals())
-    from sweet_rl.data.mini_tasks import generate_tasks
+    from sweet_rl.data.mini_drills import build_drills
+    from sweet_rl.data.mini_tasks import corpus, generate_tasks
     from sweet_rl.data.mini_warm_start import build_warm_start_trajectories, parse_mix
     from sweet_rl.hf_generation import load_tokenizer
     from sweet_rl.io import write_jsonl, write_sidecar
     from sweet_rl.tiny_model import build_tiny_model
 
     shares = parse_mix(str(mix))  # checked before any work
+    # its tokenizer also learns the miniature's words: about half the tokens per dialogue
     base = build_tiny_model(os.path.join(output_dir, "base"), seed=seed,
-                            hidden_size=hidden_size, num_layers=num_layers)
+                            hidden_size=hidden_size, num_layers=num_layers, extra_text=corpus(),
+                            tie_embeddings=tie_embeddings)
     train = generate_tasks(num_train_tasks, seed, "train")
     test = generate_tasks(num_test_tasks, seed, "test")
     trajectories, styles = build_warm_start_trajectories(load_tokenizer(base), train, shares,
                                                          seed)
     outputs = {"train_tasks.jsonl": train, "test_tasks.jsonl": test,
-               "warm_start.jsonl": trajectories}
+               "warm_start.jsonl": trajectories,
+               "drills.jsonl": build_drills(load_tokenizer(base), num_drills, seed)}
     for name, rows in outputs.items():
         path = os.path.join(output_dir, name)
         write_jsonl(path, rows)
         write_sidecar(path, arguments, "mini_warm_start")
     counts = ", ".join(f"{style} {n}" for style, n in sorted(Counter(styles).items()))
     print(f"mini_warm_start: base model {base}; {len(train)} train tasks ({counts}), "
-          f"{len(test)} test tasks -> {output_dir}")
+          f"{len(test)} test tasks, {num_drills} recall drills -> {output_dir}")
 
 
 if __name__ == "__main__":

@@ -3,17 +3,21 @@
 Each task asks for one short function and leaves 2-3 details out of the request. The agent can
 only learn them by asking; the reference function (the task's ``ground_truth``, which is also
 the simulated human's hidden information) carries them as named constants at the top of its
-body, one per line, each with a comment that says it in words::
+body, each under a comment that says it in words::
 
     def discounted_total(price, quantity):
-        RATE = 15  # the discount rate is 15 percent
-        MINIMUM = 4  # the minimum quantity for the discount is 4
-        ROUNDING = 'up'  # the rounding mode is 'up'
+        # The discount takes off 15 percent.
+        RATE = 15
+        # The discount kicks in from 4 items.
+        MINIMUM = 4
         ...
 
 The constant's name, in lower case, is the detail's keyword: a question that names it ("What
 is the rate?") gets the comment back as the answer from the scripted simulator
 (:mod:`sweet_rl.simulators.scripted_simulator`); a question that names none wastes a turn.
+The comment comes first on purpose: an agent that asked writes the human's sentence back word
+for word and then the value it just wrote, which a tiny model learns as a plain copy (a value
+after ``RATE =`` with its sentence 200 tokens back was not learnt in 780 updates).
 
 The families (small, regular vocabulary; the keywords are shared across families):
 
@@ -25,6 +29,11 @@ late_fee           late_fee               fee, grace, cap
 shipping           shipping_cost          base, rate, rounding
 grade              score_label            threshold, case
 =================  =====================  ==========================================
+
+Within a family the details' option sets are disjoint, and no option is a number of the
+function's body or of the agent's instructions: which value is meant can be read from the
+value alone, so an agent that asked finds it in the dialogue by what it is, not only by where
+it stands (a tiny model learns the first far sooner).
 
 Why asking pays, and how guessing or wasting turns is worse off:
 
@@ -59,7 +68,7 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Sequence, Tuple
 
 from sweet_rl.records import Task
 
@@ -84,7 +93,9 @@ class Detail:
         return self.name.lower()
 
     def says(self, value: object) -> str:
-        return self.sentence.format(repr(value) if isinstance(value, str) else value)
+        """The human's sentence for this value: capitalised, with a full stop."""
+        said = self.sentence.format(repr(value) if isinstance(value, str) else value)
+        return said[0].upper() + said[1:] + "."
 
 
 @dataclass(frozen=True)
@@ -101,7 +112,7 @@ class Family:
         lines = [f"{self.signature}:"]
         for detail in self.details:
             value = values[detail.name]
-            lines.append(f"    {detail.name} = {value!r}  # {detail.says(value)}")
+            lines += [f"    # {detail.says(value)}", f"    {detail.name} = {value!r}"]
         return "\n".join(lines) + "\n" + self.body
 
     def guesses(self) -> Dict[str, object]:
@@ -113,16 +124,16 @@ class Family:
 _ROUND = ("    if ROUNDING == 'up':\n        return -(-{x} // {unit})\n"
           "    if ROUNDING == 'down':\n        return {x} // {unit}\n"
           "    return ({x} + {half}) // {unit}\n")
-_ROUNDING_SENTENCE = "the rounding mode is {}"
+_ROUNDING_SENTENCE = "the rounding goes {}"
 
 FAMILIES: Tuple[Family, ...] = (
     Family(
         "discount", "def discounted_total(price, quantity)",
         "Write a function that gives the total price of an order, in whole units, after a bulk "
         "discount. I have a discount rate, a minimum quantity and a rounding mode in mind.",
-        (Detail("RATE", "the discount rate is {} percent", (5, 15, 20, 25, 30, 35, 40), 10),
-         Detail("MINIMUM", "the minimum quantity for the discount is {}",
-                (2, 3, 4, 5, 6, 8, 10), 1),
+        (Detail("RATE", "the discount takes off {} percent", (15, 20, 25, 30, 35, 40, 45), 10),
+         Detail("MINIMUM", "the discount kicks in from {} items",
+                (2, 3, 4, 6, 8), 1),
          Detail("ROUNDING", _ROUNDING_SENTENCE, ("up", "down"), "nearest")),
         "    hundredths = price * quantity * 100\n"
         "    if quantity >= MINIMUM:\n"
@@ -133,9 +144,9 @@ FAMILIES: Tuple[Family, ...] = (
         "late_fee", "def late_fee(days_late)",
         "Write a function that works out the fee for returning a library book late. I have a "
         "fee per day, a grace period and a cap in mind.",
-        (Detail("FEE", "the fee is {} per day", (2, 3, 4, 5), 1),
-         Detail("GRACE", "the grace period in days is {}", (1, 2, 3, 4, 5, 7, 10), 0),
-         Detail("CAP", "the cap on the fee is {}", (20, 25, 30, 40, 50, 60), 100)),
+        (Detail("FEE", "the fee runs {} per day", (2, 3, 4, 5), 1),
+         Detail("GRACE", "the grace period lasts {} days", (6, 7, 8, 9, 11, 12, 14), 0),
+         Detail("CAP", "the fee never goes above {}", (20, 25, 30, 40, 50, 60), 100)),
         "    fee = max(0, days_late - GRACE) * FEE\n"
         "    return min(fee, CAP)\n",
         lambda rng: (rng.randint(0, 60),)),
@@ -143,8 +154,8 @@ FAMILIES: Tuple[Family, ...] = (
         "shipping", "def shipping_cost(grams)",
         "Write a function that gives the cost of shipping a parcel from its weight in grams. "
         "I have a base charge, a rate per kilogram and a rounding mode in mind.",
-        (Detail("BASE", "the base charge is {}", (2, 3, 4, 5, 6, 8, 10), 0),
-         Detail("RATE", "the rate is {} per kilogram", (2, 3, 4, 5), 1),
+        (Detail("BASE", "the base charge totals {}", (6, 7, 8, 9, 11, 12), 0),
+         Detail("RATE", "each kilogram adds {}", (2, 3, 4, 5), 1),
          Detail("ROUNDING", _ROUNDING_SENTENCE, ("up", "down"), "nearest")),
         "    if ROUNDING == 'up':\n        kilograms = -(-grams // 1000)\n"
         "    elif ROUNDING == 'down':\n        kilograms = grams // 1000\n"
@@ -155,8 +166,9 @@ FAMILIES: Tuple[Family, ...] = (
         "grade", "def score_label(score)",
         "Write a function that labels an exam score from 0 to 100 as pass or fail. I have a "
         "threshold and a letter case in mind.",
-        (Detail("THRESHOLD", "the threshold to pass is {}", (40, 45, 55, 60, 65, 70, 75, 80), 50),
-         Detail("CASE", "the letter case is {}", ("upper", "title"), "lower")),
+        (Detail("THRESHOLD", "a pass needs {} or more",
+                (40, 45, 55, 60, 65, 70, 75, 80, 85), 50),
+         Detail("CASE", "the letters should be {}", ("upper", "title"), "lower")),
         "    label = 'pass' if score >= THRESHOLD else 'fail'\n"
         "    if CASE == 'upper':\n        return label.upper()\n"
         "    if CASE == 'title':\n        return label.title()\n"
@@ -262,3 +274,20 @@ def guess_values(task: Task, known: Sequence[str] = ()) -> Dict[str, object]:
     family = FAMILY_BY_NAME[task.extra["mini_family"]]
     return {d.name: task.extra["mini_details"][d.name] if d.name in known else d.guess
             for d in family.details}
+
+
+def corpus() -> Iterator[str]:
+    """Every text the miniature's dialogues are made of (requests, references of every hidden
+    value, questions, replies), for the tokenizer of its tiny model to learn:
+    :func:`sweet_rl.tiny_model.build_tokenizer` ``extra_text``."""
+    from sweet_rl.data.mini_dialogues import IRRELEVANT_QUESTIONS, question
+    from sweet_rl.simulators.scripted_simulator import UNHELPFUL_REPLY
+
+    for family in FAMILIES:
+        yield f"{family.request} The signature of the function is: {family.signature}"
+        for values in _combinations(family):
+            yield family.code(values)
+        yield family.code(family.guesses())
+        yield from (question(detail.keyword) for detail in family.details)
+    yield from IRRELEVANT_QUESTIONS
+    yield UNHELPFUL_REPLY

@@ -7,15 +7,17 @@ the messages the backend environment builds (a system message and one user messa
 filled simulator prompt) — and nothing else:
 
 * the hidden details: the reference function in the prompt (the hidden information) declares
-  them as named constants at the top of its body, ``NAME = value  # what the human says``;
-  ``NAME`` in lower case (underscores as spaces) is the keyword a question must use;
+  them as named constants in its body, each with what the human says in a comment, either on
+  a line of its own just above (``# The fee is 2 per day.`` then ``FEE = 2``, the miniature's
+  layout) or after the value (``FEE = 2  # the fee is 2 per day``); ``NAME`` in lower case
+  (underscores as spaces) is the keyword a question must use;
 * the agent's question: the last ``assistant:`` turn of the transcript at the end of the
   prompt (the environment writes each turn as ``role:content`` plus a separator and ends with
   the ``agent:`` cue).
 
 It answers the details the question names, in the order the reference declares them and at
 most ``MAX_DETAILS`` per reply (the model simulator's prompt allows two sentences), each as the
-constant's comment made into a sentence ("The discount rate is 15 percent."). A question that
+constant's comment made into a sentence ("The discount takes off 15 percent."). A question that
 names none gets ``UNHELPFUL_REPLY``. It never writes code: the comment is the only text of the
 reference it repeats, and a constant without one is said as "The <keyword> is <value>.".
 """
@@ -34,7 +36,8 @@ MAX_DETAILS = 2
 # the first function that starts a line: the reference (the request only quotes the signature
 # inside a sentence, and the transcript comes after the hidden information in the prompt)
 _FUNCTION = re.compile(r"^def \w+\(.*\):[^\n]*\n((?:[ \t]+[^\n]*\n?|\n)*)", re.M)
-_CONSTANT = re.compile(r"^[ \t]+([A-Z][A-Z0-9_]*) = ([^#\n]+?)[ \t]*(?:#[ \t]*([^\n]*))?$", re.M)
+_CONSTANT = re.compile(r"[ \t]+([A-Z][A-Z0-9_]*) = ([^#\n]+?)[ \t]*(?:#[ \t]*([^\n]*))?")
+_COMMENT_LINE = re.compile(r"[ \t]+#[ \t]*([^\n]*)")
 _AGENT_TURN = TURN_SEPARATOR + "assistant:"
 
 Detail = Tuple[str, str]  # (keyword, the sentence that answers it)
@@ -45,11 +48,16 @@ def hidden_details(prompt: str) -> List[Detail]:
     function = _FUNCTION.search(prompt)
     if function is None:
         return []
-    details = []
-    for name, value, comment in _CONSTANT.findall(function.group(1)):
-        keyword = name.lower().replace("_", " ")
-        said = comment.strip().rstrip(".") or f"the {keyword} is {value.strip()}"
-        details.append((keyword, said[0].upper() + said[1:] + "."))
+    details, above = [], ""  # above: a comment line just before the current line
+    for line in function.group(1).splitlines():
+        constant = _CONSTANT.fullmatch(line)
+        if constant:
+            name, value, comment = constant.groups()
+            keyword = name.lower().replace("_", " ")
+            said = (comment or above).strip().rstrip(".") or f"the {keyword} is {value.strip()}"
+            details.append((keyword, said[0].upper() + said[1:] + "."))
+        comment_line = _COMMENT_LINE.fullmatch(line)
+        above = comment_line.group(1) if comment_line else ""
     return details
 
 

@@ -34,19 +34,19 @@ def _reply(*agent_messages, task=DISCOUNT):
 
 
 def test_it_answers_the_detail_a_question_names():
-    assert _reply("OUTPUT: What is the rate?") == f"The discount rate is {RATE} percent."
+    assert _reply("OUTPUT: What is the rate?") == f"The discount takes off {RATE} percent."
     assert _reply("Thinking. OUTPUT: Is there a MINIMUM quantity?") == (
-        f"The minimum quantity for the discount is {MINIMUM}.")
+        f"The discount kicks in from {MINIMUM} items.")
     assert _reply("OUTPUT: Which rounding do you want?") == (
-        f"The rounding mode is '{ROUNDING}'.")
+        f"The rounding goes '{ROUNDING}'.")
 
 
 def test_two_details_at_most_in_the_order_of_the_reference():
     assert _reply("OUTPUT: What rounding and what rate?") == (
-        f"The discount rate is {RATE} percent. The rounding mode is '{ROUNDING}'.")
+        f"The discount takes off {RATE} percent. The rounding goes '{ROUNDING}'.")
     assert _reply("OUTPUT: Tell me the rounding, the minimum and the rate.") == (
-        f"The discount rate is {RATE} percent. The minimum quantity for the discount is "
-        f"{MINIMUM}.")
+        f"The discount takes off {RATE} percent. The discount kicks in from {MINIMUM} "
+        "items.")
 
 
 def test_other_questions_get_the_unhelpful_reply():
@@ -61,9 +61,16 @@ def test_other_questions_get_the_unhelpful_reply():
 def test_details_come_from_the_reference_not_from_the_agents_code():
     pasted = "OUTPUT: Is this right?\ndef discounted_total(price, quantity):\n    RATE = 99  # x\n"
     assert _reply(pasted, "OUTPUT: So what is the rate?") == (
-        f"The discount rate is {RATE} percent.")
+        f"The discount takes off {RATE} percent.")
     bare = "def f(x):\n    LIMIT_VALUE = 7\n    return x\n"
     assert hidden_details(f"Hidden:\n{bare}\nRules") == [("limit value", "The limit value is 7.")]
+
+
+def test_a_comment_above_or_after_the_constant_is_what_the_human_says():
+    above = "def f(x):\n    # The fee is 3 per day.\n    FEE = 3\n    CAP = 9\n    return x\n"
+    assert hidden_details(above) == [("fee", "The fee is 3 per day."), ("cap", "The cap is 9.")]
+    after = "def f(x):\n    FEE = 3  # the fee is 3 per day\n    # a note\n\n    CAP = 9\n"
+    assert hidden_details(after) == [("fee", "The fee is 3 per day."), ("cap", "The cap is 9.")]
 
 
 def test_replies_are_deterministic_and_never_code():

@@ -1,0 +1,117 @@
+"""Stage: a critic's Best-of-N curve on held-out tasks (paper Figure 3a), with the scripted human.
+
+    python -m sweet_rl.cli.mini_best_of_n --agent_model outputs/mini_repro/warm/agent \\
+        --tasks outputs/mini_repro/warm/test_tasks.jsonl --output_dir outputs/mini_repro/seed0 \\
+        --critic outputs/mini_repro/seed0/critic_sweet \\
+        --critic_no_gt outputs/mini_repro/seed0/critic_sweet_no_gt
+
+At every turn the agent samples N replies and a chooser picks the one played
+(:class:`sweet_rl.agents.critic_pick.CriticPickAgent`): the SWEET critic (with the task's
+reference in front), the critic trained without it, or a uniform random choice. Each
+(chooser, N) writes its dialogues to ``OUTPUT_DIR/best_of_n/<chooser>_n<N>.jsonl``, graded in
+place by the real grader as ``evaluate_code.py`` does; the success rates go to
+``OUTPUT_DIR/best_of_n.json`` and are printed as a table (rows N, columns choosers). At N=1
+every chooser plays the same single sample, so it is run once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, Optional, Sequence
+
+
+def parse_ns(ns) -> list:
+    values = [int(v) for v in (ns.split(",") if isinstance(ns, str) else ns)]
+    if not values or min(values) < 1:
+        raise ValueError(f"--ns needs positive integers, got {ns!r}")
+    return values
+
+
+def success_of(path: str) -> float:
+    from sweet_rl.io import read_jsonl
+
+    rewards = [float(row["reward"]) for row in read_jsonl(path)]
+    return 100 * sum(r >= 1.0 for r in rewards) / max(1, len(rewards))
+
+
+def play(agent, tasks, path: str, seed: int, max_steps: int) -> float:
+    """Every task once with ``agent`` and the scripted human; graded; success in %."""
+    from sweet_rl.cli import evaluate_code
+    from sweet_rl.environments import make_env
+    from sweet_rl.io import write_jsonl
+    from sweet_rl.prompts import load_prompt
+    from sweet_rl.rollout import run_dialogues
+    from sweet_rl.seeding import row_seed
+    from sweet_rl.simulators.scripted_simulator import ScriptedSimulator
+
+    agent_prompt, user_prompt = load_prompt(None, "agent"), load_prompt(None, "user")
+    envs = [make_env("code", task, agent_prompt, user_prompt, max_steps=max_steps)
+            for task in tasks]
+    trajectories = run_dialogues(envs, agent, ScriptedSimulator(),
+                                 row_seeds=[row_seed(seed, r) for r in range(len(tasks))])
+    write_jsonl(path, trajectories)
+    evaluate_code.main(path)
+    return success_of(path)
+
+
+def render(curve: Dict[str, Dict[int, float]], ns: Sequence[int]) -> str:
+    choosers = list(curve)
+    lines = ["| N | " + " | ".join(choosers) + " |", "| --- |" + " --- |" * len(choosers)]
+    for n in ns:
+        lines.append(f"| {n} | " + " | ".join(f"{curve[c][n]:.1f}" for c in choosers) + " |")
+    return "\n".join(lines)
+
+
+def main(agent_model: str, tasks: str, output_dir: str, critic: Optional[str] = None,
+         critic_no_gt: Optional[str] = None, ns="1,2,4,8,16", num_tasks: Optional[int] = None,
+         seed: int = 0, temperature: float = 1.0, max_new_tokens: int = 192,
+         max_steps: int = 10, device: Optional[str] = None):
+    """Success (%) on ``tasks`` when a chooser picks among N sampled replies at every turn."""
+    arguments = dict(locals())
+    from sweet_rl.agents.critic_pick import CriticPickAgent
+    from sweet_rl.data.tasks import load_tasks
+    from sweet_rl.io import write_sidecar
+
+    ns = parse_ns(ns)
+    rows = load_tasks(tasks, num_tasks)
+    truths = {task.problem_description: task.ground_truth for task in rows}
+
+    def truth_of(messages):  # the task a dialogue belongs to: its first user message
+        first = next(m["content"] for m in messages if m.get("role") == "user")
+        return truths[first]
+
+    # random first: at N=1 its single sample is every chooser's pick
+    choosers = {"random": ("random", None, True), "sweet critic": ("sweet", critic, True),
+                "critic w/o training-time info": ("no_gt", critic_no_gt, False)}
+    choosers = {name: spec for name, spec in choosers.items()
+                if name == "random" or spec[1] is not None}
+    folder = os.path.join(output_dir, "best_of_n")
+    os.makedirs(folder, exist_ok=True)
+    curve: Dict[str, Dict[int, float]] = {name: {} for name in choosers}
+    for n in ns:
+        for name, (slug, model, use_truth) in choosers.items():
+            if n == 1 and name != "random":
+                curve[name][1] = curve["random"][1]
+                continue
+            agent = CriticPickAgent(agent_model, n, truth_of, critic_model=model,
+                                    use_ground_truth=use_truth, temperature=temperature,
+                                    max_new_tokens=max_new_tokens, device=device)
+            try:
+                curve[name][n] = play(agent, rows, os.path.join(folder, f"{slug}_n{n}.jsonl"),
+                                      seed, max_steps)
+            finally:
+                agent.close()
+    out = os.path.join(output_dir, "best_of_n.json")
+    with open(out, "w") as handle:
+        json.dump({"ns": ns, "success": curve}, handle, indent=1)
+    write_sidecar(out, arguments, "mini_best_of_n")
+    table = render(curve, ns)
+    print(table)
+    return table
+
+
+if __name__ == "__main__":
+    from sweet_rl.cli.common import run_cli
+
+    run_cli(main)

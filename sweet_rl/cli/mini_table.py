@@ -1,0 +1,105 @@
+"""Stage: the miniature reproduction's table (paper Table 2 shape) from its evaluation files.
+
+    python -m sweet_rl.cli.mini_table outputs/mini_repro
+
+Reads ``OUT/seed*/eval_<method>.jsonl`` (graded by ``evaluate_code.py``: each row's
+``reward`` is its share of tests passed) and prints, per method, the mean over seeds of
+*tests passed* (mean reward, %) and *success* (share of dialogues with every test passed, %),
+each with its spread (sample standard deviation over seeds; the per-seed values in
+``table.json``), then any critic Best-of-N curve (``seed*/best_of_n.json``, from
+:mod:`sweet_rl.cli.mini_best_of_n`). Writes ``OUT/table.md`` and ``OUT/table.json``.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import statistics
+from typing import Dict, List, Optional
+
+# The paper's rows, in its order; a method with no evaluation file is left out.
+METHODS = (("zero_shot", "Zero-shot (warm agent)"), ("rft", "Rejection fine-tuning"),
+           ("multiturn_dpo", "Multi-turn DPO"), ("sweet_no_gt", "SWEET-RL w/o training-time info"),
+           ("sweet_sum", "SWEET-RL w/ sum instead of mean"), ("sweet", "SWEET-RL"))
+
+
+def scores(path: str) -> Dict[str, float]:
+    """Tests passed and success (both %) of one graded evaluation file."""
+    from sweet_rl.io import read_jsonl
+
+    rewards = []
+    for number, row in enumerate(read_jsonl(path), start=1):
+        reward = row.get("reward") if isinstance(row, dict) else None
+        if not isinstance(reward, (int, float)) or isinstance(reward, bool):
+            raise ValueError(f"{path}:{number}: field 'reward' is missing or not a number "
+                             "(grade the file with scripts/evaluate_code.py first)")
+        rewards.append(float(reward))
+    if not rewards:
+        raise ValueError(f"{path}: no dialogues")
+    return {"tests_passed": 100 * sum(rewards) / len(rewards),
+            "success": 100 * sum(r >= 1.0 for r in rewards) / len(rewards),
+            "dialogues": len(rewards)}
+
+
+def spread(values: List[float]) -> float:
+    return statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+def collect(output_dir: str) -> Dict[str, Dict[int, Dict[str, float]]]:
+    """method -> seed -> scores, for every ``seed<N>/eval_<method>.jsonl`` present."""
+    found: Dict[str, Dict[int, Dict[str, float]]] = {}
+    for path in sorted(glob.glob(os.path.join(output_dir, "seed*", "eval_*.jsonl"))):
+        seed = re.fullmatch(r"seed(\d+)", os.path.basename(os.path.dirname(path)))
+        method = os.path.basename(path)[len("eval_"):-len(".jsonl")]
+        if seed:
+            found.setdefault(method, {})[int(seed.group(1))] = scores(path)
+    return found
+
+
+def render(found: Dict[str, Dict[int, Dict[str, float]]], seconds: Optional[float] = None) -> str:
+    names = dict(METHODS)
+    order = [m for m, _ in METHODS if m in found] + sorted(set(found) - set(names))
+    lines = ["| method | tests passed % | success % | seeds |", "| --- | --- | --- | --- |"]
+    for method in order:
+        per_seed = found[method]
+        cells = []
+        for key in ("tests_passed", "success"):
+            values = [per_seed[s][key] for s in sorted(per_seed)]
+            cells.append(f"{statistics.mean(values):.1f} ± {spread(values):.1f}")
+        lines.append(f"| {names.get(method, method)} | {cells[0]} | {cells[1]} | "
+                     f"{len(per_seed)} |")
+    if seconds is not None:
+        lines.append(f"\nwhole run: {seconds / 60:.1f} min")
+    return "\n".join(lines)
+
+
+def main(output_dir: str, seconds: Optional[float] = None):
+    """Print and write the table of the evaluations under ``output_dir``."""
+    found = collect(output_dir)
+    if not found:
+        raise ValueError(f"{output_dir}: no seed*/eval_*.jsonl files")
+    table = render(found, seconds)
+    for path in sorted(glob.glob(os.path.join(output_dir, "seed*", "best_of_n.json"))):
+        from sweet_rl.cli.mini_best_of_n import render as render_curve
+
+        with open(path) as handle:
+            curve = json.load(handle)
+        success = {name: {int(n): v for n, v in by_n.items()}
+                   for name, by_n in curve["success"].items()}
+        seed = os.path.basename(os.path.dirname(path))
+        table += (f"\n\nBest-of-N success % ({seed}; the chooser picks among N replies "
+                  f"sampled at every turn)\n" + render_curve(success, curve["ns"]))
+    with open(os.path.join(output_dir, "table.md"), "w") as handle:
+        handle.write(table + "\n")
+    with open(os.path.join(output_dir, "table.json"), "w") as handle:
+        json.dump({"seconds": seconds, "methods": found}, handle, indent=1)
+    print(table)
+    return table
+
+
+if __name__ == "__main__":
+    from sweet_rl.cli.common import run_cli
+
+    run_cli(main)

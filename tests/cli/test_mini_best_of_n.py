@@ -1,0 +1,68 @@
+"""The critic's Best-of-N curve: N replies sampled per turn, the critic's (or a random) pick
+played against the scripted human, every dialogue graded by the real grader."""
+
+import json
+
+from sweet_rl.agents.critic_pick import CriticPickAgent
+from sweet_rl.cli.mini_best_of_n import main, parse_ns
+from sweet_rl.data.mini_tasks import generate_tasks
+from sweet_rl.io import read_jsonl, write_jsonl
+
+
+class _FixedCritic:
+    """Stands in for the critic's scorer: (sum, count) per candidate, as ContinuationScorer."""
+
+    tokenizer = None
+
+    def __init__(self, scores):
+        self.scores = scores
+
+    def score_many(self, items):
+        return [self.scores]
+
+
+def test_the_pick_is_the_best_judge_result_critic_minus_reference(monkeypatch):
+    import sweet_rl.stepwise.ranking as ranking
+
+    monkeypatch.setattr(ranking, "critic_items", lambda *args: [None])
+    agent = CriticPickAgent.__new__(CriticPickAgent)
+    agent.n, agent.use_ground_truth, agent.score_tokens = 3, True, "original"
+    # critic means -1, -2, -1.5; reference scores (sum, count) -> means -3, -2.5, -1
+    agent.critic = _FixedCritic([(-2.0, 2), (-4.0, 2), (-3.0, 2)])
+    reference = [(-6.0, 2), (-5.0, 2), (-2.0, 2)]
+    # judge = critic - reference = 2, 0.5, -0.5: the first wins although the third is likeliest
+    assert agent.pick("prompt", "truth", ["a", "b", "c"], reference, seed=0) == 0
+    agent.critic = None  # random choice: seeded, within range, varies with the seed
+    picks = {agent.pick("prompt", "truth", ["a", "b", "c"], reference, seed=s) for s in range(20)}
+    assert picks <= {0, 1, 2} and len(picks) > 1
+
+
+def test_curve_on_held_out_tasks_with_a_real_critic(tiny_model_dir, tmp_path):
+    tasks = tmp_path / "test_tasks.jsonl"
+    write_jsonl(str(tasks), generate_tasks(2, 0, "test"))
+    table = main(agent_model=tiny_model_dir, tasks=str(tasks), output_dir=str(tmp_path),
+                 critic=tiny_model_dir, critic_no_gt=tiny_model_dir, ns="1,2",
+                 max_new_tokens=8, max_steps=2)
+    result = json.loads((tmp_path / "best_of_n.json").read_text())
+    assert result["ns"] == [1, 2]
+    curve = result["success"]
+    assert set(curve) == {"random", "sweet critic", "critic w/o training-time info"}
+    # N=1: one sample, every chooser plays it
+    assert len({curve[name]["1"] for name in curve}) == 1
+    for name, slug in (("random", "random"), ("sweet critic", "sweet"),
+                       ("critic w/o training-time info", "no_gt")):
+        rows = list(read_jsonl(str(tmp_path / "best_of_n" / f"{slug}_n2.jsonl")))
+        assert len(rows) == 2 and all(0.0 <= row["reward"] <= 1.0 for row in rows)
+        assert curve[name]["2"] == 100 * sum(r["reward"] >= 1 for r in rows) / 2
+    assert table.splitlines()[0] == "| N | random | sweet critic | critic w/o training-time info |"
+    assert (tmp_path / "best_of_n.json.config.json").exists()
+
+
+def test_ns_are_checked():
+    assert parse_ns("1,2,4") == [1, 2, 4] and parse_ns([8]) == [8]
+    for bad in ("", "0,2", "-1"):
+        try:
+            parse_ns(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad!r} accepted")

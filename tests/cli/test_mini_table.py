@@ -1,0 +1,46 @@
+"""The miniature reproduction's table: tests passed and success per method over seeds, from
+graded evaluation files; a file that is not graded is named with its line and field."""
+
+import json
+
+import pytest
+
+from sweet_rl.cli.mini_table import collect, main, render
+
+
+def _write(path, rewards):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"reward": r}) + "\n" for r in rewards))
+
+
+def test_means_and_spreads_over_seeds(tmp_path):
+    _write(tmp_path / "seed0" / "eval_zero_shot.jsonl", [1.0, 0.5, 0.0, 0.0])
+    _write(tmp_path / "seed1" / "eval_zero_shot.jsonl", [1.0, 1.0, 0.0, 0.0])
+    _write(tmp_path / "seed0" / "eval_sweet.jsonl", [1.0, 1.0, 1.0, 0.2])
+    found = collect(str(tmp_path))
+    assert found["zero_shot"][0] == {"tests_passed": 37.5, "success": 25.0, "dialogues": 4}
+    assert found["zero_shot"][1]["success"] == 50.0
+    (tmp_path / "seed0" / "best_of_n.json").write_text(json.dumps(
+        {"ns": [1, 2], "success": {"random": {"1": 25.0, "2": 25.0},
+                                   "sweet critic": {"1": 25.0, "2": 50.0}}}))
+    table = main(str(tmp_path), seconds=90)
+    assert table.endswith("| N | random | sweet critic |\n| --- | --- | --- |\n"
+                          "| 1 | 25.0 | 25.0 |\n| 2 | 25.0 | 50.0 |")
+    lines = table.splitlines()
+    # the paper's order: zero-shot first, SWEET-RL last; success 37.5 +- stdev(25, 50)
+    assert lines[2] == "| Zero-shot (warm agent) | 43.8 ± 8.8 | 37.5 ± 17.7 | 2 |"
+    assert lines[3] == "| SWEET-RL | 80.0 ± 0.0 | 75.0 ± 0.0 | 1 |"
+    assert "whole run: 1.5 min" in table
+    assert (tmp_path / "table.md").read_text().strip() == table
+    assert json.loads((tmp_path / "table.json").read_text())["seconds"] == 90
+    assert render(found).count("\n") == 3
+
+
+def test_an_ungraded_file_is_named_with_its_line(tmp_path):
+    _write(tmp_path / "seed0" / "eval_rft.jsonl", [1.0])
+    with open(tmp_path / "seed0" / "eval_rft.jsonl", "a") as handle:
+        handle.write(json.dumps({"task": {}}) + "\n")
+    with pytest.raises(ValueError, match=r"eval_rft.jsonl:2: field 'reward'"):
+        collect(str(tmp_path))
+    with pytest.raises(ValueError, match="no seed"):
+        main(str(tmp_path / "empty"))
