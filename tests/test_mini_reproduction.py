@@ -2,7 +2,7 @@
 the warm agent with the real stages and files, and the table and Best-of-N curve come out.
 
 This checks the wiring only (a 12-task, one-epoch warm agent learns nothing); whether the
-methods learn is what the full run measures (docs/mini_warm_start.md)."""
+methods learn is what the full run measures (docs/mini_reproduction.md)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def test_reduced_reproduction_runs_every_method(tmp_path, repo_root, tiny_model_
     env = dict(os.environ, OUT=str(out), SEEDS="0", TRAIN_TASKS="12", EPOCHS="1", DRILLS="8",
                OFFLINE_FROM=str(offline),
                TEST_TASKS="2", K=str(len(STYLES)), NUM_SAMPLES="2", DATA_FRACTION="1.0",
-               MAX_NEW_TOKENS="24", RL_EPOCHS="1", BON_NS="1,2", PYTHON="python")
+               MAX_NEW_TOKENS="24", TRAJ_EPOCHS="1", SFT_EPOCHS="1", EVAL_ROLLOUTS="1",
+               BON_NS="1,2", PYTHON="python")
     result = subprocess.run(["bash", "scripts/run_mini_reproduction.sh"], cwd=repo_root,
                             env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]

@@ -35,8 +35,9 @@ def success_of(path: str) -> float:
     return 100 * sum(r >= 1.0 for r in rewards) / max(1, len(rewards))
 
 
-def play(agent, tasks, path: str, seed: int, max_steps: int) -> float:
-    """Every task once with ``agent`` and the scripted human; graded; success in %."""
+def play(agent, tasks, path: str, seed: int, max_steps: int, rollouts: int = 1) -> float:
+    """Every task ``rollouts`` times with ``agent`` and the scripted human (row
+    ``i + j * len(tasks)`` is rollout j of task i, simulate's layout); graded; success in %."""
     from sweet_rl.cli import evaluate_code
     from sweet_rl.environments import make_env
     from sweet_rl.io import write_jsonl
@@ -47,9 +48,9 @@ def play(agent, tasks, path: str, seed: int, max_steps: int) -> float:
 
     agent_prompt, user_prompt = load_prompt(None, "agent"), load_prompt(None, "user")
     envs = [make_env("code", task, agent_prompt, user_prompt, max_steps=max_steps)
-            for task in tasks]
+            for _ in range(rollouts) for task in tasks]
     trajectories = run_dialogues(envs, agent, ScriptedSimulator(),
-                                 row_seeds=[row_seed(seed, r) for r in range(len(tasks))])
+                                 row_seeds=[row_seed(seed, r) for r in range(len(envs))])
     write_jsonl(path, trajectories)
     evaluate_code.main(path)
     return success_of(path)
@@ -66,8 +67,14 @@ def render(curve: Dict[str, Dict[int, float]], ns: Sequence[int]) -> str:
 def main(agent_model: str, tasks: str, output_dir: str, critic: Optional[str] = None,
          critic_no_gt: Optional[str] = None, ns="1,2,4,8,16", num_tasks: Optional[int] = None,
          seed: int = 0, temperature: float = 1.0, max_new_tokens: int = 192,
-         max_steps: int = 10, device: Optional[str] = None):
-    """Success (%) on ``tasks`` when a chooser picks among N sampled replies at every turn."""
+         max_steps: int = 10, rollouts: int = 1, score_tokens: str = "candidate",
+         device: Optional[str] = None):
+    """Success (%) on ``tasks`` when a chooser picks among N sampled replies at every turn.
+
+    rollouts: dialogues per task (more rows, less noise in each point of the curve).
+    score_tokens: the critics' scored span (see rank_best_of_n); ``candidate`` by default, as
+    the miniature's rank stage uses (docs/mini_reproduction.md says why).
+    """
     arguments = dict(locals())
     from sweet_rl.agents.critic_pick import CriticPickAgent
     from sweet_rl.data.tasks import load_tasks
@@ -96,10 +103,11 @@ def main(agent_model: str, tasks: str, output_dir: str, critic: Optional[str] = 
                 continue
             agent = CriticPickAgent(agent_model, n, truth_of, critic_model=model,
                                     use_ground_truth=use_truth, temperature=temperature,
-                                    max_new_tokens=max_new_tokens, device=device)
+                                    max_new_tokens=max_new_tokens, device=device,
+                                    score_tokens=score_tokens)
             try:
                 curve[name][n] = play(agent, rows, os.path.join(folder, f"{slug}_n{n}.jsonl"),
-                                      seed, max_steps)
+                                      seed, max_steps, rollouts)
             finally:
                 agent.close()
     out = os.path.join(output_dir, "best_of_n.json")
