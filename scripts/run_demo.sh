@@ -1,25 +1,39 @@
 #!/usr/bin/env bash
 # The embedded default, on the CPU with no network and tiny local models:
-#   part 1: simulate -> evaluate -> view on the bundled sample backend tasks, the tiny model
-#           playing both the agent and the simulated human;
-#   part 2: the whole SWEET-RL loop (scripts/run_sweet_backend.sh with CPU settings):
+#   mini (the default): SWEET-RL learning, on the quick miniature ColBench
+#           (scripts/run_mini_quick.sh): a tiny agent warm-started on scripted dialogues, its zero-shot held-out success,
+#           offline data -> critic with the reference -> 8 candidates per turn -> rank ->
+#           pairs -> agent DPO, the trained agent's held-out success (with BON_NS=8 also the
+#           critic's Best-of-8 against random choice); ends with the small table;
+#   part 1 (PART=1): simulate -> evaluate -> view on the bundled sample backend tasks, a tiny
+#           random model playing both the agent and the simulated human (it scores about 0);
+#   part 2 (PART=2): the paper-scale script scripts/run_sweet_backend.sh with CPU settings:
 #           offline trajectories -> evaluate with pairs -> critic -> sample -> rank -> pair ->
-#           agent DPO -> simulate and evaluate with the trained agent.
-# A random tiny model never solves a task, so part 2 starts from scripted offline dialogues
-# in which some rollouts succeed (sweet_rl/data/offline_demo.py); every stage still runs for real.
+#           agent DPO -> simulate and evaluate with the trained agent. A random tiny model
+#           never solves a task, so it starts from scripted offline dialogues in which some
+#           rollouts succeed (sweet_rl/data/offline_demo.py); every stage still runs for real.
 #
 # Part 3, frontend design, runs only when asked for (PART=3): it needs the html extra, Chromium
 # and the Tailwind cache (pip install -e ".[html]"; apt-get install chromium chromium-driver;
 # python -m sweet_rl.rendering.assets). CLIP has random weights there (no download), so
 # its similarities mean nothing; the scripted offline pages still give the critic its pairs.
 #
-#   bash scripts/run_demo.sh            # writes outputs/demo/ (parts 1 and 2)
+#   bash scripts/run_demo.sh            # writes outputs/demo/mini/ (the learning)
 #   OUT=/tmp/demo PART=1 bash scripts/run_demo.sh   # part 1 only
+#   PART="1 2 mini" bash scripts/run_demo.sh        # several parts
 #   PART=3 bash scripts/run_demo.sh     # frontend: simulate -> evaluate -> view, then SWEET-RL
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-outputs/demo}
-PART=${PART:-all}                      # 1, 2 or all
+PART=${PART:-mini}                     # mini, 1, 2, 3, or several ("1 2")
+wants() { case " $PART " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+for part in $PART; do
+  case "$part" in
+    1|2|3|mini) ;;
+    *) echo "run_demo.sh: unknown PART '$part'; choose from mini 1 2 3 (several: PART=\"1 2\")" >&2
+       exit 2 ;;
+  esac
+done
 ROLLOUTS=${ROLLOUTS:-2}
 MAX_NEW_TOKENS=${MAX_NEW_TOKENS:-64}
 mkdir -p "$OUT"
@@ -27,7 +41,7 @@ mkdir -p "$OUT"
 TINY=$(python -c "from sweet_rl.tiny_model import ensure_tiny_model; print(ensure_tiny_model())" | tail -n 1)
 TASKS=$(python -c "from sweet_rl.data.tasks import SAMPLE_BACKEND_TASKS; print(SAMPLE_BACKEND_TASKS)" | tail -n 1)
 
-if [ "$PART" = all ] || [ "$PART" = 1 ]; then
+if wants 1; then
   echo "== part 1: simulate -> evaluate -> view ($OUT)"
   python scripts/simulate_interactions.py \
       --output_path "$OUT/trajectories.jsonl" --overwrite \
@@ -37,7 +51,7 @@ if [ "$PART" = all ] || [ "$PART" = 1 ]; then
   python visualizers/visualize_dialogue_histories.py "$OUT/trajectories.jsonl" "$OUT/dialogues.html"
 fi
 
-if [ "$PART" = all ] || [ "$PART" = 2 ]; then
+if wants 2; then
   SWEET=$OUT/sweet
   echo "== part 2: the SWEET-RL loop on the CPU ($SWEET)"
   mkdir -p "$SWEET"
@@ -51,7 +65,7 @@ if [ "$PART" = all ] || [ "$PART" = 2 ]; then
 --report_to none" \
       bash scripts/run_sweet_backend.sh
 fi
-if [ "$PART" = 3 ]; then
+if wants 3; then
   HTML=$OUT/frontend
   FRONTEND_TASKS=$(python -c "from sweet_rl.data.tasks import SAMPLE_FRONTEND_TASKS; print(SAMPLE_FRONTEND_TASKS)" | tail -n 1)
   echo "== part 3: frontend simulate -> evaluate -> view, then the SWEET-RL loop ($HTML)"
@@ -72,6 +86,19 @@ if [ "$PART" = 3 ]; then
 --report_to none" \
       bash scripts/run_sweet_frontend.sh
 fi
+if wants mini; then
+  echo "== mini: SWEET-RL learns on the quick miniature ColBench ($OUT/mini)"
+  # BON_NS=8 adds the critic's Best-of-8 against random choice (about 2 more minutes)
+  OUT=$OUT/mini SEEDS=0 METHODS=sweet BON_NS=${BON_NS-} bash scripts/run_mini_quick.sh
+fi
 VIEW=$OUT/dialogues.html
-[ "$PART" = 3 ] && VIEW=$OUT/frontend/dialogues.html
-echo "demo: files in $OUT (open $VIEW in a browser)"
+wants 3 && VIEW=$OUT/frontend/dialogues.html
+if wants 1 || wants 3; then
+  echo "demo: files in $OUT (open $VIEW in a browser)"
+fi
+if wants mini; then  # the learning, last: the held-out success before and after SWEET-RL
+  python visualizers/visualize_dialogue_histories.py "$OUT/mini/seed0/eval_sweet.jsonl" \
+      "$OUT/mini/dialogues_sweet.html" > /dev/null
+  echo "mini: the trained agent's dialogues in $OUT/mini/dialogues_sweet.html"
+  cat "$OUT/mini/table.md"
+fi

@@ -46,13 +46,26 @@ SFT_LR=${SFT_LR:-1e-3}
 TRAJ_EPOCHS=${TRAJ_EPOCHS:-4}           # critic and multi-turn DPO (trajectory pairs)
 AGENT_EPOCHS=${AGENT_EPOCHS:-1}         # SWEET-RL's per-turn agent DPO
 SFT_EPOCHS=${SFT_EPOCHS:-2}             # rejection fine-tuning
-BON_NS=${BON_NS:-1,2,4,8,16}            # Best-of-N curve (first seed only; BON_NS= skips it)
+BON_NS=${BON_NS-1,2,4,8,16}            # Best-of-N curve (first seed only; BON_NS= skips it)
 BON_ROLLOUTS=${BON_ROLLOUTS:-1}         # dialogues per held-out task at each point of the curve
 WARM=${WARM:-$OUT/warm}                 # the warm agent's folder (built once, then reused)
+METHODS=${METHODS:-"rft multiturn_dpo sweet sweet_no_gt sweet_sum"}  # trained after zero-shot
 # OFFLINE_FROM: a trajectory file in simulate's layout (K rollouts per task), graded or not,
 # used as every seed's offline data instead of collecting it with the warm agent
 mkdir -p "$OUT"
 STARTED=$(date +%s)
+has() { case " $METHODS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+for method in $METHODS; do
+  has_known=0
+  for known in rft multiturn_dpo sweet sweet_no_gt sweet_sum; do
+    [ "$method" = "$known" ] && has_known=1
+  done
+  if [ "$has_known" = 0 ]; then
+    echo "run_mini_reproduction.sh: unknown method '$method' in METHODS; choose from" \
+         "rft multiturn_dpo sweet sweet_no_gt sweet_sum" >&2
+    exit 2
+  fi
+done
 
 # The warm agent, shared by every seed (scripts/build_mini_agent.sh, which reads its own
 # TRAIN_TASKS, MIX, EPOCHS, LR...; TEST_TASKS is shared; reused when present).
@@ -65,6 +78,11 @@ TRAIN_FLAGS="--zero_stage 0 --bf16 False --gradient_checkpointing False --flash_
 --max_len 1024 --train_batch_size 8 --micro_train_batch_size 8 --eval_holdout 0 --report_to none \
 --lr_warmup_ratio 0.05"
 SIM="--env_model scripted --temperature 1.0 --max_new_tokens $MAX_NEW_TOKENS"
+PROMPT_FLAG=""  # the agent's system message the warm agent was trained with
+if [ -f "$WARM/agent_prompt.txt" ]; then
+  PROMPT_FLAG="--agent_prompt_path $WARM/agent_prompt.txt"
+  SIM="$SIM $PROMPT_FLAG"
+fi
 
 evaluate() {  # evaluate NAME MODEL SEED DIR: held-out success of one agent
   local name=$1 model=$2 seed=$3 dir=$4
@@ -112,9 +130,11 @@ for seed in $SEEDS; do
       --preference_path "$dir/trajectory_pairs.jsonl" \
       --ground_truth_preference_path "$dir/critic_pairs.jsonl"
 
-  echo "== seed $seed: rejection fine-tuning"
-  if "$PYTHON" -c "import json, sys; sys.exit(not any(json.loads(line).get('reward', 0) >= 1
+  if ! has rft; then
+    :
+  elif "$PYTHON" -c "import json, sys; sys.exit(not any(json.loads(line).get('reward', 0) >= 1
                    for line in open(sys.argv[1]) if line.strip()))" "$dir/offline.jsonl"; then
+    echo "== seed $seed: rejection fine-tuning"
     "$PYTHON" scripts/train_sft.py --config configs/rft_backend.json --pretrain "$AGENT" \
         --dataset "$dir/offline.jsonl" --save_path "$dir/rft" --seed "$seed" $TRAIN_FLAGS \
         --max_epochs "$SFT_EPOCHS" --learning_rate "$SFT_LR"
@@ -123,25 +143,40 @@ for seed in $SEEDS; do
     echo "rft: no offline dialogue passed every test; skipped for seed $seed"
   fi
 
-  echo "== seed $seed: multi-turn DPO"
-  "$PYTHON" scripts/train_dpo.py --config configs/multiturn_dpo_backend.json --pretrain "$AGENT" \
-      --dataset "$dir/trajectory_pairs.jsonl" --save_path "$dir/multiturn_dpo" --seed "$seed" \
-      $TRAIN_FLAGS --max_epochs "$TRAJ_EPOCHS" --learning_rate "$AGENT_LR"
-  evaluate multiturn_dpo "$dir/multiturn_dpo" "$seed" "$dir"
+  if has multiturn_dpo; then
+    echo "== seed $seed: multi-turn DPO"
+    "$PYTHON" scripts/train_dpo.py --config configs/multiturn_dpo_backend.json \
+        --pretrain "$AGENT" --dataset "$dir/trajectory_pairs.jsonl" \
+        --save_path "$dir/multiturn_dpo" --seed "$seed" $TRAIN_FLAGS \
+        --max_epochs "$TRAJ_EPOCHS" --learning_rate "$AGENT_LR"
+    evaluate multiturn_dpo "$dir/multiturn_dpo" "$seed" "$dir"
+  fi
 
-  echo "== seed $seed: SWEET-RL and its ablations ($NUM_SAMPLES candidates per turn)"
-  "$PYTHON" scripts/sample_best_of_n.py "$dir/offline.jsonl" "$dir/sampled.jsonl" \
-      --agent_model "$AGENT" --best_of_n "$NUM_SAMPLES" --data_fraction "$DATA_FRACTION" \
-      --max_new_tokens "$MAX_NEW_TOKENS" --seed "$seed" --overwrite
-  sweet_variant sweet "$seed" "$dir" "$dir/critic_pairs.jsonl" "" ""
-  sweet_variant sweet_no_gt "$seed" "$dir" "$dir/trajectory_pairs.jsonl" "" "--no_use_ground_truth"
-  sweet_variant sweet_sum "$seed" "$dir" "$dir/critic_pairs.jsonl" "--mean_log_prob False" \
-      "--use_sum"
+  if has sweet || has sweet_no_gt || has sweet_sum; then
+    echo "== seed $seed: SWEET-RL and its ablations ($NUM_SAMPLES candidates per turn)"
+    "$PYTHON" scripts/sample_best_of_n.py "$dir/offline.jsonl" "$dir/sampled.jsonl" \
+        --agent_model "$AGENT" --best_of_n "$NUM_SAMPLES" --data_fraction "$DATA_FRACTION" \
+        --max_new_tokens "$MAX_NEW_TOKENS" --seed "$seed" --overwrite
+  fi
+  if has sweet; then
+    sweet_variant sweet "$seed" "$dir" "$dir/critic_pairs.jsonl" "" ""
+  fi
+  if has sweet_no_gt; then
+    sweet_variant sweet_no_gt "$seed" "$dir" "$dir/trajectory_pairs.jsonl" "" \
+        "--no_use_ground_truth"
+  fi
+  if has sweet_sum; then
+    sweet_variant sweet_sum "$seed" "$dir" "$dir/critic_pairs.jsonl" "--mean_log_prob False" \
+        "--use_sum"
+  fi
   if [ -n "$BON_NS" ] && [ "$seed" = "$(echo $SEEDS | cut -d' ' -f1)" ]; then
     echo "== seed $seed: the critics' Best-of-N curve (N = $BON_NS)"
+    critics=""
+    has sweet && critics="--critic $dir/critic_sweet"
+    has sweet_no_gt && critics="$critics --critic_no_gt $dir/critic_sweet_no_gt"
     "$PYTHON" -m sweet_rl.cli.mini_best_of_n --agent_model "$AGENT" \
         --tasks "$WARM/test_tasks.jsonl" --num_tasks "$TEST_TASKS" --output_dir "$dir" \
-        --critic "$dir/critic_sweet" --critic_no_gt "$dir/critic_sweet_no_gt" --ns "$BON_NS" \
+        $critics $PROMPT_FLAG --ns "$BON_NS" \
         --seed "$seed" --max_new_tokens "$MAX_NEW_TOKENS" --rollouts "$BON_ROLLOUTS" \
         --score_tokens "$SCORE_TOKENS"
   fi

@@ -78,6 +78,11 @@ SLOW_TESTS = {
     "test_simulate_script_with_the_tiny_agent_and_the_scripted_human",
     # the warm-start recipe end to end, reduced (about 2.5 minutes here)
     "tests/data/test_mini_warm_start.py::test_reduced_warm_start_follows_the_protocol",
+    # build_mini_agent.sh's trainings until the copy check passes (two tiny builds)
+    "tests/cli/test_mini_copy_check.py::test_the_build_trains_again_until_the_agent_copies",
+    "tests/cli/test_mini_copy_check.py::test_a_bar_that_is_met_keeps_the_first_training",
+    # the learning test: the quick miniature's warm start, SWEET-RL and Best-of-8
+    "tests/test_mini_learning.py::test_sweet_rl_beats_zero_shot_and_its_critic_beats_random_choice",
 }
 SLOW_FIXTURES = {"render_assets"}  # real Chromium
 

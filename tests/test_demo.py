@@ -12,8 +12,10 @@ from tests.conftest import REPO_ROOT
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_demo_script_runs_every_stage(tmp_path):
-    env = dict(os.environ, OUT=str(tmp_path / "demo"), MAX_NEW_TOKENS="8", ROLLOUTS="2",
-               NUM_SAMPLES="2", SAMPLE_TOKENS="8",
+    # parts 1 and 2 (the default's learning part is the learning test's run,
+    # tests/test_mini_learning.py)
+    env = dict(os.environ, OUT=str(tmp_path / "demo"), PART="1 2", MAX_NEW_TOKENS="8",
+               ROLLOUTS="2", NUM_SAMPLES="2", SAMPLE_TOKENS="8",
                XDG_CACHE_HOME=str(tmp_path / "cache"), HF_HUB_OFFLINE="1")
     result = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "run_demo.sh")], env=env,
                             capture_output=True, text=True, timeout=900)

@@ -28,7 +28,7 @@ def test_reduced_reproduction_runs_every_method(tmp_path, repo_root, tiny_model_
                                                       generate_tasks(3, 0, "train"), STYLES))
     out = tmp_path / "repro"
     env = dict(os.environ, OUT=str(out), SEEDS="0", TRAIN_TASKS="12", EPOCHS="1", DRILLS="8",
-               OFFLINE_FROM=str(offline),
+               OFFLINE_FROM=str(offline), COPY_MIN="0",
                TEST_TASKS="2", K=str(len(STYLES)), NUM_SAMPLES="2", DATA_FRACTION="1.0",
                MAX_NEW_TOKENS="24", TRAJ_EPOCHS="1", SFT_EPOCHS="1", EVAL_ROLLOUTS="1",
                BON_NS="1,2", PYTHON="python")
@@ -54,3 +54,12 @@ def test_reduced_reproduction_runs_every_method(tmp_path, repo_root, tiny_model_
                   "| SWEET-RL |", "Best-of-N success %", "whole run:"):
         assert label in table, label
     assert table in result.stdout
+
+
+def test_an_unknown_method_is_refused_before_any_work(tmp_path, repo_root):
+    env = dict(os.environ, OUT=str(tmp_path / "repro"), WARM=str(tmp_path / "warm"),
+               METHODS="sweet swet", PYTHON="python")
+    result = subprocess.run(["bash", "scripts/run_mini_reproduction.sh"], cwd=repo_root,
+                            env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "unknown method 'swet' in METHODS" in result.stderr
+    assert not (tmp_path / "warm").exists()  # no warm start was built

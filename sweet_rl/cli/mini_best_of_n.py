@@ -22,6 +22,8 @@ from typing import Dict, Optional, Sequence
 
 
 def parse_ns(ns) -> list:
+    if isinstance(ns, int):  # fire reads "--ns 8" as a number
+        ns = [ns]
     values = [int(v) for v in (ns.split(",") if isinstance(ns, str) else ns)]
     if not values or min(values) < 1:
         raise ValueError(f"--ns needs positive integers, got {ns!r}")
@@ -35,7 +37,8 @@ def success_of(path: str) -> float:
     return 100 * sum(r >= 1.0 for r in rewards) / max(1, len(rewards))
 
 
-def play(agent, tasks, path: str, seed: int, max_steps: int, rollouts: int = 1) -> float:
+def play(agent, tasks, path: str, seed: int, max_steps: int, rollouts: int = 1,
+         agent_prompt_path: Optional[str] = None) -> float:
     """Every task ``rollouts`` times with ``agent`` and the scripted human (row
     ``i + j * len(tasks)`` is rollout j of task i, simulate's layout); graded; success in %."""
     from sweet_rl.cli import evaluate_code
@@ -46,7 +49,8 @@ def play(agent, tasks, path: str, seed: int, max_steps: int, rollouts: int = 1) 
     from sweet_rl.seeding import row_seed
     from sweet_rl.simulators.scripted_simulator import ScriptedSimulator
 
-    agent_prompt, user_prompt = load_prompt(None, "agent"), load_prompt(None, "user")
+    agent_prompt = load_prompt(agent_prompt_path, "agent")
+    user_prompt = load_prompt(None, "user")
     envs = [make_env("code", task, agent_prompt, user_prompt, max_steps=max_steps)
             for _ in range(rollouts) for task in tasks]
     trajectories = run_dialogues(envs, agent, ScriptedSimulator(),
@@ -68,12 +72,14 @@ def main(agent_model: str, tasks: str, output_dir: str, critic: Optional[str] = 
          critic_no_gt: Optional[str] = None, ns="1,2,4,8,16", num_tasks: Optional[int] = None,
          seed: int = 0, temperature: float = 1.0, max_new_tokens: int = 192,
          max_steps: int = 10, rollouts: int = 1, score_tokens: str = "candidate",
-         device: Optional[str] = None):
+         device: Optional[str] = None, agent_prompt_path: Optional[str] = None):
     """Success (%) on ``tasks`` when a chooser picks among N sampled replies at every turn.
 
     rollouts: dialogues per task (more rows, less noise in each point of the curve).
     score_tokens: the critics' scored span (see rank_best_of_n); ``candidate`` by default, as
     the miniature's rank stage uses (docs/mini_reproduction.md says why).
+    agent_prompt_path: the agent's system message (the warm folder's ``agent_prompt.txt``;
+    default: the bundled prompt).
     """
     arguments = dict(locals())
     from sweet_rl.agents.critic_pick import CriticPickAgent
@@ -107,7 +113,7 @@ def main(agent_model: str, tasks: str, output_dir: str, critic: Optional[str] = 
                                     score_tokens=score_tokens)
             try:
                 curve[name][n] = play(agent, rows, os.path.join(folder, f"{slug}_n{n}.jsonl"),
-                                      seed, max_steps, rollouts)
+                                      seed, max_steps, rollouts, agent_prompt_path)
             finally:
                 agent.close()
     out = os.path.join(output_dir, "best_of_n.json")

@@ -71,7 +71,7 @@ def agent_turns(task: Task, style: str) -> List[str]:
 
 
 def build_mini_trajectories(tokenizer, tasks: List[Task], styles: Sequence[str] = STYLES,
-                            env_kwargs: Optional[dict] = None):
+                            env_kwargs: Optional[dict] = None, agent_prompt: Optional[str] = None):
     """One trajectory per (task, style) in simulate's row order (:mod:`sweet_rl.layout`):
     rollout j of every task is ``styles[j]``. ``tokenizer`` chat-formats each turn's input."""
     from sweet_rl.data.offline_demo import play_scripts
@@ -81,4 +81,5 @@ def build_mini_trajectories(tokenizer, tasks: List[Task], styles: Sequence[str] 
     rows = lay_out(tasks, len(styles))
     scripts = [agent_turns(task, styles[rollout_of(row, len(tasks))])
                for row, task in enumerate(rows)]
-    return play_scripts(tokenizer, rows, scripts, ScriptedSimulator(), "code", env_kwargs)
+    return play_scripts(tokenizer, rows, scripts, ScriptedSimulator(), "code", env_kwargs,
+                        agent_prompt)

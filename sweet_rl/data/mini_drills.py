@@ -23,25 +23,27 @@ loop with drills in half of every batch the held-out dialogues' value accuracy w
 from __future__ import annotations
 
 import random
-from typing import List
+from typing import List, Optional, Sequence
 
-from sweet_rl.data.mini_tasks import FAMILIES
+from sweet_rl.data.mini_tasks import select_families
 
 REQUEST = "Write each of these as a Python constant, under a comment that says it:"
 MIN_TOLD, MAX_TOLD = 4, 9  # 9: the distinct constant names of all families
 
 
-def drill(rng: random.Random):
-    """(the user's message, the agent's message) of one drill."""
+def drill(rng: random.Random, families: Optional[Sequence[str]] = None):
+    """(the user's message, the agent's message) of one drill, on the details of ``families``
+    (all by default)."""
     # one detail per constant name: RATE and ROUNDING occur in two families, and a drill that
     # told two rates or two roundings would ask for contradicting constants
     by_name = {}
-    for family in FAMILIES:
+    for family in select_families(families):
         for detail in family.details:
             by_name.setdefault(detail.name, []).append(detail)
     details = [(d, rng.choice(d.options)) for d in (rng.choice(by_name[n]) for n in by_name)]
     rng.shuffle(details)
-    told = details[:rng.randint(MIN_TOLD, MAX_TOLD)]
+    # a single family has fewer names than MIN_TOLD: then every drill tells all of them
+    told = details[:rng.randint(min(MIN_TOLD, len(details)), min(MAX_TOLD, len(details)))]
     written = told[:]
     rng.shuffle(written)  # the order told is not the order written: the agent must look
     # indented as in a function: unindented drills did not carry over to the answers (greedy
@@ -51,9 +53,11 @@ def drill(rng: random.Random):
     return message, "OUTPUT: ```python\n" + "\n".join(lines) + "\n```"
 
 
-def build_drills(tokenizer, n: int, seed: int = 0, agent_prompt: str = None) -> List:
-    """``n`` drill rows (Trajectory), the agent's input chat-formatted with ``tokenizer`` after
-    the same system message as the dialogues."""
+def build_drills(tokenizer, n: int, seed: int = 0, agent_prompt: str = None,
+                 families: Optional[Sequence[str]] = None) -> List:
+    """``n`` drill rows (Trajectory) on the details of ``families`` (all by default), the
+    agent's input chat-formatted with ``tokenizer`` after the same system message as the
+    dialogues."""
     from sweet_rl.hf_generation import format_chat
     from sweet_rl.prompts import load_prompt
     from sweet_rl.records import Task, Trajectory, Turn
@@ -62,7 +66,7 @@ def build_drills(tokenizer, n: int, seed: int = 0, agent_prompt: str = None) -> 
     rng = random.Random(f"mini-drills:{seed}")
     rows = []
     for _ in range(int(n)):
-        message, output = drill(rng)
+        message, output = drill(rng, families)
         chat = [{"role": "system", "content": system}, {"role": "user", "content": message}]
         rows.append(Trajectory(
             task=Task(problem_description=message, ground_truth=output, test_cases={},

@@ -68,7 +68,7 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterator, List, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from sweet_rl.records import Task
 
@@ -225,12 +225,26 @@ def _combinations(family: Family) -> List[Dict[str, object]]:
                                                                      for d in family.details))]
 
 
-def split_pool(split: str) -> List[Tuple[Family, Dict[str, object]]]:
-    """(family, hidden values) of one split, in a fixed order."""
+def select_families(names: Optional[Sequence[str]] = None) -> Tuple[Family, ...]:
+    """The families named (all of them for ``None``), in FAMILIES' order."""
+    if names is None:
+        return FAMILIES
+    names = [names] if isinstance(names, str) else list(names)
+    unknown = [n for n in names if n not in FAMILY_BY_NAME]
+    if unknown or not names:
+        raise ValueError(f"unknown families {unknown or names!r}; choose from "
+                         f"{[f.name for f in FAMILIES]}")
+    return tuple(f for f in FAMILIES if f.name in names)
+
+
+def split_pool(split: str, families: Optional[Sequence[str]] = None
+               ) -> List[Tuple[Family, Dict[str, object]]]:
+    """(family, hidden values) of one split, in a fixed order. A family's split does not
+    depend on which other families are asked for."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose from {SPLITS}")
     pool = []
-    for family in FAMILIES:
+    for family in select_families(families):
         combos = _combinations(family)
         random.Random(f"{SPLIT_SEED}:{family.name}").shuffle(combos)
         held_out = len(combos) // TEST_SHARE
@@ -251,12 +265,13 @@ def make_task(family: Family, values: Dict[str, object], rng: random.Random) -> 
                 extra={"mini_family": family.name, "mini_details": dict(values)})
 
 
-def generate_tasks(n: int, seed: int = 0, split: str = "train") -> List[Task]:
-    """``n`` tasks of ``split``, the same for the same arguments. Hidden values are drawn
-    without repetition while the pool lasts (train: a few hundred), then the pool is drawn
-    again (new test inputs, same hidden values)."""
+def generate_tasks(n: int, seed: int = 0, split: str = "train",
+                   families: Optional[Sequence[str]] = None) -> List[Task]:
+    """``n`` tasks of ``split`` (of the named ``families``; all by default), the same for the
+    same arguments. Hidden values are drawn without repetition while the pool lasts (train: a
+    few hundred), then the pool is drawn again (new test inputs, same hidden values)."""
     rng = random.Random(f"mini:{seed}:{split}")
-    pool = split_pool(split)
+    pool = split_pool(split, families)
     order: List[Tuple[Family, Dict[str, object]]] = []
     while len(order) < n:
         order += rng.sample(pool, len(pool))
@@ -276,14 +291,14 @@ def guess_values(task: Task, known: Sequence[str] = ()) -> Dict[str, object]:
             for d in family.details}
 
 
-def corpus() -> Iterator[str]:
-    """Every text the miniature's dialogues are made of (requests, references of every hidden
-    value, questions, replies), for the tokenizer of its tiny model to learn:
-    :func:`sweet_rl.tiny_model.build_tokenizer` ``extra_text``."""
+def corpus(families: Optional[Sequence[str]] = None) -> Iterator[str]:
+    """Every text the miniature's dialogues (of ``families``; all by default) are made of
+    (requests, references of every hidden value, questions, replies), for the tokenizer of its
+    tiny model to learn: :func:`sweet_rl.tiny_model.build_tokenizer` ``extra_text``."""
     from sweet_rl.data.mini_dialogues import IRRELEVANT_QUESTIONS, question
     from sweet_rl.simulators.scripted_simulator import UNHELPFUL_REPLY
 
-    for family in FAMILIES:
+    for family in select_families(families):
         yield f"{family.request} The signature of the function is: {family.signature}"
         for values in _combinations(family):
             yield family.code(values)

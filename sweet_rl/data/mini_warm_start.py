@@ -17,7 +17,7 @@ every style in it.
 from __future__ import annotations
 
 import random
-from typing import Dict, List, Mapping
+from typing import Dict, List, Mapping, Optional
 
 from sweet_rl.data.mini_dialogues import STYLES, build_mini_trajectories
 from sweet_rl.records import Task
@@ -62,15 +62,17 @@ def assign_styles(n: int, mix: Mapping[str, float], seed: int = 0) -> List[str]:
 
 
 def build_warm_start_trajectories(tokenizer, tasks: List[Task], mix: Mapping[str, float],
-                                  seed: int = 0):
+                                  seed: int = 0, agent_prompt: Optional[str] = None):
     """One scripted trajectory per task, in task order, with the style ``assign_styles``
-    gives it; played through the real backend env with the scripted human."""
+    gives it; played through the real backend env with the scripted human (and the agent
+    system message ``agent_prompt``, a text; the bundled one by default)."""
     styles = assign_styles(len(tasks), mix, seed)
     rows: List = [None] * len(tasks)
     for style in dict.fromkeys(styles):
         # one batch per style: build_mini_trajectories plays every task with every style given
         where = [i for i, s in enumerate(styles) if s == style]
-        played = build_mini_trajectories(tokenizer, [tasks[i] for i in where], (style,))
+        played = build_mini_trajectories(tokenizer, [tasks[i] for i in where], (style,),
+                                         agent_prompt=agent_prompt)
         for i, trajectory in zip(where, played):
             rows[i] = trajectory
     return rows, styles

@@ -98,14 +98,17 @@ def build_offline_trajectories(tokenizer, tasks, rollouts: int = ROLLOUTS, task_
 
 
 def play_scripts(tokenizer, rows, scripts: List[List[str]], human: Simulator,
-                 task_type: str = "code", env_kwargs: Optional[dict] = None):
+                 task_type: str = "code", env_kwargs: Optional[dict] = None,
+                 agent_prompt: Optional[str] = None):
     """One trajectory per row: ``scripts[i]`` (the agent's messages) played on ``rows[i]``
-    through the real environment, ``human`` answering, with the bundled prompts."""
+    through the real environment, ``human`` answering, with the bundled prompts (or the
+    agent's system message ``agent_prompt``, a text)."""
     from sweet_rl.environments import make_env
     from sweet_rl.prompts import load_prompt
     from sweet_rl.rollout import run_dialogues
 
-    agent_prompt = load_prompt(None, "agent", task_type)
+    if agent_prompt is None:
+        agent_prompt = load_prompt(None, "agent", task_type)
     user_prompt = load_prompt(None, "user", task_type)
     trajectories = []
     # one dialogue at a time: each has its own scripted agent

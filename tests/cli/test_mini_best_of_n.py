@@ -59,10 +59,27 @@ def test_curve_on_held_out_tasks_with_a_real_critic(tiny_model_dir, tmp_path):
 
 
 def test_ns_are_checked():
-    assert parse_ns("1,2,4") == [1, 2, 4] and parse_ns([8]) == [8]
+    assert parse_ns("1,2,4") == [1, 2, 4] and parse_ns([8]) == [8] and parse_ns(8) == [8]
     for bad in ("", "0,2", "-1"):
         try:
             parse_ns(bad)
         except ValueError:
             continue
         raise AssertionError(f"{bad!r} accepted")
+
+
+def test_one_critic_a_single_n_and_the_agent_prompt_file(tiny_model_dir, tmp_path):
+    # the learning test's call: --ns 8 (fire gives an int), the SWEET critic only, and the
+    # warm folder's agent prompt as every dialogue's system message
+    tasks, prompt = tmp_path / "test_tasks.jsonl", tmp_path / "agent_prompt.txt"
+    write_jsonl(str(tasks), generate_tasks(1, 0, "test"))
+    prompt.write_text("Ask first, then answer.", encoding="utf-8")
+    main(agent_model=tiny_model_dir, tasks=str(tasks), output_dir=str(tmp_path),
+         critic=tiny_model_dir, ns=2, max_new_tokens=4, max_steps=1,
+         agent_prompt_path=str(prompt))
+    assert set(json.loads((tmp_path / "best_of_n.json").read_text())["success"]) == {
+        "random", "sweet critic"}
+    for slug in ("random", "sweet"):
+        [row] = read_jsonl(str(tmp_path / "best_of_n" / f"{slug}_n2.jsonl"))
+        first = row["dialogue_history"][1]
+        assert first["role"] == "assistant" and "Ask first, then answer." in first["input"]

@@ -30,6 +30,15 @@ def test_the_agent_writes_what_it_was_told_in_the_references_layout():
     assert orders_differ > 25  # the written order is shuffled against the told one
 
 
+def test_a_one_family_drill_tells_each_of_its_details():
+    rng = random.Random(5)
+    for _ in range(10):
+        message, output = drill(rng, ["late_fee"])
+        names = re.findall(r"^    ([A-Z]+) = ", output, re.M)
+        assert sorted(names) == ["CAP", "FEE", "GRACE"]
+        assert "fee runs" in message and "discount" not in message
+
+
 def test_a_drills_lines_are_what_a_reference_holds():
     # the comment-then-constant lines of a drill are those of some task's reference
     reference = generate_tasks(1, 0)[0].ground_truth

@@ -139,3 +139,20 @@ def test_more_tasks_than_the_pool_holds_redraws_without_failing():
     assert all(len(task.test_cases) == 10 for task in tasks)
     again = generate_tasks(320, 0, "train")
     assert [t.test_cases for t in tasks[-5:]] == [t.test_cases for t in again[-5:]]
+
+
+def test_a_family_subset_keeps_its_split_and_refuses_unknown_names():
+    import pytest
+
+    from sweet_rl.data.mini_tasks import corpus, select_families
+
+    for split in ("train", "test"):
+        whole = [(f.name, v) for f, v in split_pool(split) if f.name == "late_fee"]
+        assert [(f.name, v) for f, v in split_pool(split, ["late_fee"])] == whole
+    assert (len(split_pool("train", "late_fee")), len(split_pool("test", "late_fee"))) == (135, 33)
+    tasks = generate_tasks(40, seed=2, split="test", families=["late_fee", "grade"])
+    assert {t.extra["mini_family"] for t in tasks} == {"late_fee", "grade"}
+    assert not any("discount" in text for text in corpus(["late_fee"]))
+    assert any("discount" in text for text in corpus())
+    with pytest.raises(ValueError, match="unknown families \\['fees'\\]"):
+        select_families(["late_fee", "fees"])

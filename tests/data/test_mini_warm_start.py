@@ -50,6 +50,28 @@ def test_warm_start_data_has_each_style_with_the_graders_view(tiny_model_dir):
         assert style != "asker" or row.answer.strip().endswith("```")
 
 
+def test_the_warm_start_stage_restricts_families_and_keeps_its_agent_prompt(tmp_path):
+    from sweet_rl.cli import mini_warm_start
+    from sweet_rl.prompts import MINI_AGENT_PROMPT
+
+    out = tmp_path / "quick"
+    mini_warm_start.main(str(out), num_train_tasks=6, num_test_tasks=3, hidden_size=32,
+                         num_drills=2, families="late_fee", agent_prompt_path="mini")
+    short = open(MINI_AGENT_PROMPT, encoding="utf-8").read()
+    assert (out / "agent_prompt.txt").read_text(encoding="utf-8") == short
+    for name in ("train_tasks.jsonl", "test_tasks.jsonl"):
+        assert {row["mini_family"] for row in read_jsonl(str(out / name))} == {"late_fee"}
+    dialogues = read_jsonl(str(out / "warm_start.jsonl"), Trajectory.from_dict)
+    drills = read_jsonl(str(out / "drills.jsonl"), Trajectory.from_dict)
+    for row in dialogues + drills:
+        for turn in row.dialogue_history:
+            assert turn.role == "user" or (short.strip() in turn.input and "Only the text" not in
+                                           turn.input)
+    with pytest.raises(ValueError, match="unknown families"):
+        mini_warm_start.main(str(tmp_path / "bad"), families="late_fee,fees")
+    assert not (tmp_path / "bad").exists()  # refused before any work
+
+
 def test_reduced_warm_start_follows_the_protocol(tmp_path, repo_root):
     """A small warm start through the real stages: its agent, at temperature 1.0, ends most
     held-out dialogues with the answer marker (the code itself may be wrong: too few steps)."""
@@ -60,6 +82,7 @@ def test_reduced_warm_start_follows_the_protocol(tmp_path, repo_root):
                EPOCHS="15", LR="5e-3", MIX="asker=0.5,guesser=0.5", MAX_NEW_TOKENS="48",
                # the setting this test was tuned on: no recall drills, untied embeddings
                DRILLS="0", TIE="False", BATCH="4",
+               COPY_MIN="0",  # so few updates never learn the copy: no check, one training
                PYTHON=sys.executable)
     result = subprocess.run(["bash", str(repo_root / "scripts" / "build_mini_agent.sh")],
                             env=env, capture_output=True, text=True, timeout=1200)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The quick miniature (issue 11): scripts/run_mini_reproduction.sh on a smaller miniature that
+# a 2-core CPU runs in minutes, used by the learning test (tests/test_mini_learning.py) and
+# the demo (scripts/run_demo.sh):
+#   - one task family (late_fee: a fee per day, a grace period and a cap to ask about;
+#     135 train and 33 held-out combinations of hidden values) instead of four;
+#   - the short agent prompt (sweet_rl/prompts/agent_code_mini_prompt.txt, 62 tokens instead
+#     of 269), so every row is less than half as long;
+#   - a warm agent of 1602 SFT updates instead of 2248 (2000 drills, 6 epochs), about 2-4
+#     minutes on 2 cores per training (build_mini_agent.sh trains again when the copy is not
+#     learnt);
+#   - a lower learning rate for the agent's DPO (3e-5 instead of 1e-4): this warm agent already
+#     succeeds about half the time, and 1e-4 taught it to stop answering (15% success).
+# Every other setting is run_mini_reproduction.sh's, and any of its variables (SEEDS, METHODS,
+# BON_NS, ...) or build_mini_agent.sh's can still be set.
+#
+#   bash scripts/run_mini_quick.sh                              # outputs/mini_quick, 3 seeds
+#   SEEDS=0 METHODS=sweet BON_NS=8 bash scripts/run_mini_quick.sh   # the learning test's run
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export OUT=${OUT:-outputs/mini_quick}
+export FAMILIES=${FAMILIES:-late_fee}
+export AGENT_PROMPT=${AGENT_PROMPT:-mini}
+export TRAIN_TASKS=${TRAIN_TASKS:-135}
+export TEST_TASKS=${TEST_TASKS:-33}
+export DRILLS=${DRILLS:-2000}
+export EPOCHS=${EPOCHS:-6}
+export OFFLINE_TASKS=${OFFLINE_TASKS:-120}
+export AGENT_LR=${AGENT_LR:-3e-5}
+exec bash scripts/run_mini_reproduction.sh
