@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 from sweet_rl.agents.base import Agent
 from sweet_rl.simulators.base import Simulator
@@ -58,13 +58,18 @@ def resolve_vlm(model: Optional[str]) -> str:
     return model
 
 
-def build_simulator(hostname: Optional[str], port: int, env_model: Optional[str],
-                    max_tokens: int = 256, device: Optional[str] = None, batch_size: int = 16,
+def build_simulator(hostname: Union[None, str, Sequence[str]], port: int,
+                    env_model: Optional[str], max_tokens: int = 256,
+                    device: Optional[str] = None, batch_size: int = 16,
                     api_key: Optional[str] = None, agent: Optional[Agent] = None,
                     task_type: str = "code") -> Simulator:
     """An HTTP simulator when ``hostname`` is given, else an in-process local model; with
     ``env_model="scripted"`` the rule-based human of the miniature benchmark
     (:mod:`sweet_rl.simulators.scripted_simulator`), backend tasks only.
+
+    ``hostname`` may name several servers (a list, commas or a file, see
+    :func:`sweet_rl.simulators.multi_host.parse_hosts`; ``port`` is for entries without one):
+    one gives the plain :class:`OpenAISimulator`, several a :class:`MultiHostSimulator`.
 
     For ``task_type="html"`` the local model is a vision-language model (default: the tiny
     Qwen2-VL); the HTTP simulator sends the same image messages to the server as they are.
@@ -81,15 +86,19 @@ def build_simulator(hostname: Optional[str], port: int, env_model: Optional[str]
 
         return ScriptedSimulator()
     if hostname:
-        from sweet_rl.openai_compat import base_url_from
+        from sweet_rl.simulators.multi_host import MultiHostSimulator, parse_hosts
         from sweet_rl.simulators.openai_simulator import OpenAISimulator
 
-        base_url = base_url_from(hostname, port)
+        base_urls = parse_hosts(hostname, port)
         if not env_model:
             raise ValueError("--env_model is required with --hostname: the model name the "
-                             f"server at {base_url} serves (as given to `vllm serve`)")
-        return OpenAISimulator(base_url=base_url, model=env_model, api_key=api_key or "EMPTY",
-                               max_tokens=max_tokens)
+                             f"server at {', '.join(base_urls)} serves (as given to "
+                             "`vllm serve`)")
+        if len(base_urls) == 1:
+            return OpenAISimulator(base_url=base_urls[0], model=env_model,
+                                   api_key=api_key or "EMPTY", max_tokens=max_tokens)
+        return MultiHostSimulator(env_model, base_urls, api_key=api_key or "EMPTY",
+                                  max_tokens=max_tokens)
     if task_type == "html":
         from sweet_rl.simulators.local_vlm_simulator import LocalVLMSimulator
 

@@ -36,14 +36,19 @@ def run_calls(calls: Sequence[Callable[[], object]], workers: int) -> List[objec
 
 
 def run_dialogues(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Simulator,
-                  row_seeds: Optional[Sequence[int]] = None, progress=None) -> List[Trajectory]:
-    """Play every environment to the end; returns trajectories in the order of ``envs``.
+                  row_seeds: Optional[Sequence[int]] = None, progress=None,
+                  keys: Optional[Sequence[int]] = None) -> List[Trajectory]:
+    """Play every environment to the end in lockstep; returns trajectories in ``envs`` order.
 
     ``row_seeds`` (one per environment; by default those of a run seeded 0) give each turn's
-    agent call its seed, :func:`sweet_rl.seeding.turn_seed`. ``progress`` (a tqdm bar,
-    optional) is advanced by one as each dialogue finishes.
+    agent call its seed, :func:`sweet_rl.seeding.turn_seed`. ``keys`` (default: positions)
+    name the dialogues to the simulator, which may pin each to one server. ``progress`` (a
+    tqdm bar, optional) is advanced by one as each dialogue finishes. The pipelined loop,
+    :func:`sweet_rl.pipeline.run_pipelined`, plays the same dialogues without the per-turn
+    barrier.
     """
     seeds = list(row_seeds) if row_seeds is not None else [row_seed(0, i) for i in range(len(envs))]
+    keys = list(keys) if keys is not None else list(range(len(envs)))
     workers = max((env.record_workers for env in envs), default=1)
     active = [i for i, env in enumerate(envs) if not env.done]
     run_calls([envs[i].prepare for i in active], workers)
@@ -60,10 +65,19 @@ def run_dialogues(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Sim
         run_calls([functools.partial(envs[i].record_agent_turn, out.prompt, out.output)
                    for i, out in zip(active, outputs)], workers)
         waiting = [i for i in active if not envs[i].done]
-        if waiting:
-            replies = simulator.reply_batch([envs[i].simulator_messages() for i in waiting])
+        reminder = False
+        while waiting:  # a reply that leaks the reference may be asked for again (resample)
+            replies = simulator.reply_batch(
+                [envs[i].simulator_messages(reminder=True) if reminder
+                 else envs[i].simulator_messages() for i in waiting],
+                keys=[keys[i] for i in waiting])
+            again = []
             for i, reply in zip(waiting, replies):
-                envs[i].record_user_reply(reply)
+                if envs[i].wants_resample(reply):
+                    again.append(i)
+                else:
+                    envs[i].record_user_reply(reply)
+            waiting, reminder = again, True
         still = [i for i in active if not envs[i].done]
         if progress is not None:
             progress.update(len(active) - len(still))

@@ -42,7 +42,7 @@ class _Agent:
 
 
 class _Human(Simulator):
-    def reply_batch(self, conversations):
+    def reply_batch(self, conversations, keys=None):
         return [SimulatorReply(text="ok") for _ in conversations]
 
 
@@ -69,7 +69,9 @@ def test_environments_declare_prepare_and_record_workers():
 
     trajs = run_dialogues([Failing(_task(0), "a", "u"), BackendEnv(_task(1), "a", "u")], _Agent(),
                           _Human(), progress=Bar())
-    assert trajs[0].extra == {"error": "no reference"} and len(trajs[0].dialogue_history) == 1
+    # a backend row always carries its leak count (none here: the dialogue never started)
+    assert trajs[0].extra == {"error": "no reference", "leaked_replies": 0, "leak_turns": []}
+    assert len(trajs[0].dialogue_history) == 1
     assert trajs[1].answer != "No answer" and sum(seen) == 2
     assert issubclass(BackendEnv, CollaborationEnv)
 

@@ -9,6 +9,9 @@ The page has a counts summary, a sidebar with one link per dialogue, an inline-J
 (all / successful / failed / not evaluated) and, per dialogue, its index (0-based position in
 the file), the problem description, the turns (assistant prompt and raw output folded away in
 ``<details>``), the final answer, the hidden reference solution, the reward and a badge.
+Replies of the simulated human that leak the reference (the row's ``leak_turns``, written by
+the backend environment, see :mod:`sweet_rl.leaks`) are framed in red and tagged, and the
+header gives the file's leak rate; rows without leak information show neither.
 Everything taken from the file is HTML-escaped; no user text ever reaches a script or attribute
 unescaped. CSS and JS are inline: the page needs no server and loads nothing from the network.
 """
@@ -24,12 +27,20 @@ if importlib.util.find_spec("sweet_rl") is None or importlib.util.find_spec("vis
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from sweet_rl.io import write_bytes  # noqa: E402
+from sweet_rl.leaks import format_leak_rate, leak_summary  # noqa: E402
 from sweet_rl.records import Trajectory  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
     esc as _esc, filter_buttons, folded, nav_item, page_document, step_links, viewer_paths)
 
 SUCCESS, FAILED, UNEVALUATED = "success", "failed", "unevaluated"
 _BADGE = {SUCCESS: "success", FAILED: "fail", UNEVALUATED: "not evaluated"}
+LEAK_TAG = "leaks the reference"
+_CSS = """
+.turn.leak{border:2px solid #cf222e}
+.leak-tag{display:inline-block;margin-left:8px;padding:0 7px;border-radius:9px;background:#cf222e;
+color:#fff;font-size:11px;font-weight:700;text-transform:none}
+.leak-count{color:#cf222e;font-weight:600}
+"""
 
 
 def _status(reward: Optional[float]) -> str:
@@ -38,9 +49,19 @@ def _status(reward: Optional[float]) -> str:
     return SUCCESS if abs(reward - 1.0) < 1e-9 else FAILED
 
 
-def _turn_html(turn) -> str:
+def _leak_turns(traj: Trajectory) -> List[int]:
+    """The history indices the row marks as leaking (nothing when the key is absent or odd)."""
+    value = traj.extra.get("leak_turns")
+    if not isinstance(value, list):
+        return []
+    return [i for i in value if isinstance(i, int) and not isinstance(i, bool)]
+
+
+def _turn_html(turn, leaks: bool = False) -> str:
     role = turn.role if turn.role in ("user", "assistant") else "other"
-    parts = [f'<div class="turn {role}"><div class="role">{_esc(turn.role)}</div>',
+    css = f"turn {role} leak" if leaks else f"turn {role}"
+    tag = f'<span class="leak-tag">{LEAK_TAG}</span>' if leaks else ""
+    parts = [f'<div class="{css}"><div class="role">{_esc(turn.role)}{tag}</div>',
              f'<div class="text">{_esc(turn.content)}</div>']
     if turn.input is not None:
         parts.append(folded("prompt the agent saw", turn.input))
@@ -53,15 +74,18 @@ def _turn_html(turn) -> str:
 def _dialogue_html(index: int, total: int, traj: Trajectory, error: Any) -> str:
     status = _status(traj.reward)
     reward_text = "not evaluated" if traj.reward is None else f"{traj.reward:.3f}"
-    turns = (
-        "".join(_turn_html(t) for t in traj.dialogue_history) or '<p class="empty">(no turns)</p>'
-    )
+    leaking = set(_leak_turns(traj))
+    turns = ("".join(_turn_html(t, i in leaking) for i, t in enumerate(traj.dialogue_history))
+             or '<p class="empty">(no turns)</p>')
+    shown = len(leaking & set(range(len(traj.dialogue_history))))
+    leak_note = (f'<span class="leak-count">{shown} leaking '
+                 f'{"reply" if shown == 1 else "replies"}</span>' if shown else "")
     error_html = f'<p class="error">error: {_esc(error)}</p>' if error is not None else ""
     return (
         f'<section class="dialogue" id="dialogue-{index}" data-status="{status}">'
         f'<div class="head"><h2>Dialogue #{index}</h2>'
         f'<span class="badge {status}">{_BADGE[status]}</span>'
-        f'<span class="reward">reward: {reward_text}</span>'
+        f'<span class="reward">reward: {reward_text}</span>{leak_note}'
         f"{step_links(index, total)}</div>{error_html}"
         f'<h3>Problem description</h3><div class="text">{_esc(traj.task.problem_description)}</div>'
         f"<h3>Dialogue ({len(traj.dialogue_history)} turns)</h3>{turns}"
@@ -100,7 +124,10 @@ def render_dialogues_html(trajectories: List[Dict[str, Any]], title: str) -> str
                f'<span><b id="count-unevaluated">{stats["unevaluated"]}</b> not evaluated</span>'
                f'<span>mean reward <b id="mean-reward">{mean}</b></span>'
                f'<span>showing <b id="shown-count">{stats["total"]}</b></span>')
-    return page_document(title, summary, filters, nav_items, body)
+    leaks = leak_summary(trajectories)
+    if leaks["dialogues"]:  # some row was checked for leaks (backend runs)
+        summary += f'<span id="leak-rate">{_esc(format_leak_rate(leaks))}</span>'
+    return page_document(title, summary, filters, nav_items, body, extra_css=_CSS)
 
 
 def main(input_path: Optional[str] = None, output_path: Optional[str] = None,

@@ -17,6 +17,9 @@ class Agent:
     """
 
     name: str = "agent"
+    # True for an agent behind a server (it batches concurrent requests itself): the pipelined
+    # loop then sends it single requests from many threads instead of batching them.
+    parallel_requests: bool = False
 
     def generate(self, conversations: List[ChatMessages],
                  seeds: Optional[List[int]] = None) -> List[AgentOutput]:

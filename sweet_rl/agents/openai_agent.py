@@ -56,6 +56,7 @@ def render_messages(messages: ChatMessages) -> str:
 
 class OpenAIAgent(Agent):
     name = "openai"
+    parallel_requests = True  # a server (e.g. `vllm serve`): many requests in flight at once
 
     def __init__(self, model: str, base_url: str, api_key: Optional[str] = None,
                  temperature: float = 1.0, max_tokens: int = 1024, tokenizer=None,

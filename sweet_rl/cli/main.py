@@ -24,9 +24,11 @@ STAGES: Dict[str, str] = {
     "generate_random_pairs_from_ranks": "generate_random_pairs",
     "train_sft": "train_sft",
     "train_dpo": "train_dpo",
+    "merge_shards": "merge",
 }
 SHORT_NAMES = {"simulate": "simulate_interactions", "generate_random_pairs":
-               "generate_random_pairs_from_ranks", "pairs": "generate_random_pairs_from_ranks"}
+               "generate_random_pairs_from_ranks", "pairs": "generate_random_pairs_from_ranks",
+               "merge": "merge_shards"}
 
 
 def usage() -> str:

@@ -3,7 +3,10 @@
 See :mod:`sweet_rl.stepwise.ranking` for the arithmetic, :mod:`sweet_rl.stepwise.spans` for
 which tokens ``--score_tokens`` averages over, and :mod:`sweet_rl.stepwise.scoring` for the
 shared-prompt KV cache. Records are appended chunk by chunk; ``--to_continue`` resumes
-a killed run after the records already written.
+a killed run after the records already written. ``--num_shards N --shard_index I`` scores one
+contiguous block of the input records (one node each); scripts/merge_shards.py joins the
+shard files into the file a single run writes (scoring is deterministic, no record depends on
+another).
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
          score_tokens: str = "original", backend: str = "hf",
          batch_size: int = 16, no_prompt_cache: bool = False, chunk_size: int = 32,
          device: Optional[str] = None, dtype: str = "auto",
-         seed: int = 0, to_continue: bool = False, overwrite: bool = False):
+         seed: int = 0, to_continue: bool = False, overwrite: bool = False,
+         num_shards: int = 1, shard_index: int = 0):
     """Score each candidate with the critic: judge_result = critic log-prob - reference log-prob.
 
     Example (tiny model as the critic, on the CPU):
@@ -69,6 +73,9 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
             reusing the turn's prompt KV cache (slower; same numbers up to rounding).
         device, dtype: hf model placement. seed: vLLM engine seed.
         to_continue: resume a killed run; overwrite: replace an existing output.
+        num_shards, shard_index: score only block ``shard_index`` (0-based) of ``num_shards``
+            contiguous blocks of the input records; join the shard files with
+            scripts/merge_shards.py.
     """
     arguments = dict(locals())
     from tqdm import tqdm
@@ -78,6 +85,7 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
     from sweet_rl.stepwise.ranking import build_scorer, critic_items, judge_results, ranked
     from sweet_rl.stepwise.resume import records_done
     from sweet_rl.stepwise.spans import check_mode
+    from sweet_rl.sharding import check_shard_flags, shard_facts
 
     if not input_path or not output_path:
         raise ValueError("--input_path and --output_path are required")
@@ -85,9 +93,13 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
         raise ValueError("--model_id is required: the trained critic (path or hub id; "
                          "tiny for the embedded tiny model)")
     check_mode(score_tokens)
+    check_shard_flags(num_shards, shard_index)
     if save_steps is not None:
         chunk_size = save_steps
-    samples = read_jsonl(input_path, parse_step)
+    samples = read_jsonl(input_path, parse_step)  # every record is checked, on every shard
+    arguments.update(shard_facts(len(samples), num_shards, shard_index))
+    first, last, total = arguments["shard_rows"]
+    samples = samples[first:last]
     done = records_done(output_path, [_identity(s.to_dict()) for s in samples], _identity,
                         to_continue, overwrite)
     started = time.time()
@@ -110,8 +122,10 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
         append_jsonl(output_path, [])
     seconds = time.time() - started
     write_sidecar(output_path, arguments, "rank_best_of_n")
+    shard = (f" (shard {shard_index} of {num_shards}: records {first}..{last} of {total})"
+             if num_shards > 1 else "")
     print(f"rank_best_of_n: {summarize(output_path)}; scored {scored} candidates in "
-          f"{seconds:.1f}s ({scored / max(seconds, 1e-9):.1f}/s) -> {output_path}")
+          f"{seconds:.1f}s ({scored / max(seconds, 1e-9):.1f}/s){shard} -> {output_path}")
     return output_path
 
 

@@ -2,8 +2,11 @@
 
 Output: one step record per assistant turn of the first ``data_fraction`` of the trajectories
 (see :mod:`sweet_rl.stepwise.turns` and :mod:`sweet_rl.stepwise.sampling`). Records are
-appended chunk by chunk; each record's sampling seed depends only on ``--seed`` and its
-position, so a killed run resumed with ``--to_continue`` ends with the file a full run writes.
+appended chunk by chunk; each record's sampling seed depends only on ``--seed`` and its global
+position among those records, so a killed run resumed with ``--to_continue`` ends with the file
+a full run writes, and ``--num_shards N --shard_index I`` (one contiguous block of the records
+per node, see :mod:`sweet_rl.sharding`) gives pieces that ``scripts/merge_shards.py`` joins
+into that same file.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
          backend: str = "hf", max_new_tokens: int = 1024, seed: int = 0,
          batch_size: int = 16, chunk_size: int = 32, device: Optional[str] = None,
          dtype: str = "auto", exclude_stop_token: bool = False, to_continue: bool = False,
-         overwrite: bool = False):
+         overwrite: bool = False, num_shards: int = 1, shard_index: int = 0):
     """Sample ``best_of_n`` candidates per assistant turn and score them under the sampler.
 
     Example (the embedded tiny model on the CPU; offline.jsonl from simulate + evaluate, or
@@ -58,6 +61,11 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
         exclude_stop_token: leave the end-of-turn token a candidate stopped on out of its
             reference log-probs (the original, via vLLM's per-token log-probs, includes it).
         to_continue: resume a killed run; overwrite: replace an existing output.
+        num_shards, shard_index: write only block ``shard_index`` (0-based) of ``num_shards``
+            contiguous blocks of the step records (the turns of the ``data_fraction``
+            selection, which is made first and is the same on every shard); join the shard
+            files with scripts/merge_shards.py. Each record's seed uses its index among all
+            records, so the merged file is the unsharded run's.
     """
     arguments = dict(locals())
     from tqdm import tqdm
@@ -67,6 +75,7 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
     from sweet_rl.stepwise.resume import records_done
     from sweet_rl.stepwise.sampling import build_sampler, with_candidates
     from sweet_rl.seeding import row_seed
+    from sweet_rl.sharding import check_shard_flags, shard_facts
     from sweet_rl.stepwise.turns import read_turn_records
 
     if agent_model in (None, ""):
@@ -78,8 +87,13 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
                 if agent_model == ORIGINAL_AGENT else "")
     if int(best_of_n) < 1:
         raise ValueError(f"--best_of_n must be at least 1, got {best_of_n}")
+    check_shard_flags(num_shards, shard_index)
     # Validate every input before touching the output file.
     records, used = read_turn_records(input_path, data_fraction)
+    # the selection above is the whole run's; this shard keeps its block of the records
+    arguments.update(shard_facts(len(records), num_shards, shard_index))
+    first, last, total = arguments["shard_rows"]
+    records = records[first:last]
     done = records_done(output_path, [_identity(r) for r in records], _identity,
                         to_continue, overwrite)
     started = time.time()
@@ -94,8 +108,9 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
     with tqdm(total=len(records), initial=done, desc="turns", unit="turn") as bar:
         for start in range(done, len(records), max(1, int(chunk_size))):
             chunk = records[start:start + max(1, int(chunk_size))]
-            # a record's seed depends on its position only, so a resumed run draws the same
-            seeds = [row_seed(seed, start + i) for i in range(len(chunk))]
+            # a record's seed depends on its global index only, so a resumed run and the shard
+            # holding the record draw what a single run does
+            seeds = [row_seed(seed, first + start + i) for i in range(len(chunk))]
             results = sampler.sample([r["input"] for r in chunk], int(best_of_n), seeds)
             append_jsonl(output_path, [with_candidates(r, outputs, scores)
                                        for r, (outputs, scores) in zip(chunk, results)])
@@ -103,7 +118,9 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
     if not records:
         append_jsonl(output_path, [])  # an empty but existing output, like a full run's
     write_sidecar(output_path, arguments, "sample_best_of_n")
-    print(f"sample_best_of_n: {summarize(output_path)} from {used} trajectories "
+    shard = (f" (shard {shard_index} of {num_shards}: records {first}..{last} of {total})"
+             if num_shards > 1 else "")
+    print(f"sample_best_of_n: {summarize(output_path)} from {used} trajectories{shard} "
           f"in {time.time() - started:.1f}s -> {output_path}")
     return output_path
 

@@ -1,9 +1,14 @@
 """Stage: simulate dialogues between an agent and a simulated human.
 
 Row order matches the original (:mod:`sweet_rl.layout`): with ``best_of_n`` = k rollouts, the
-task list is written k times over. Rows are appended batch by batch, each record in one atomic
-write, so a killed run resumed with ``--to_continue`` skips exactly the rows already written and
-ends with every (task, rollout) exactly once.
+task list is written k times over. Dialogues run pipelined by default (each advances as soon
+as its own last step is done: :mod:`sweet_rl.pipeline`) or in the original's lockstep
+(``--rollout lockstep``), with the same trajectories either way. Each row is written as soon as
+it finishes (:mod:`sweet_rl.row_writer`: in row order, rows that finish early wait in a spill
+file), each record in one atomic write, so a killed run resumed with ``--to_continue`` keeps
+every finished row and ends with every (task, rollout) exactly once. ``--num_shards N
+--shard_index I`` runs one contiguous block of the rows (seeded as in the whole run);
+``scripts/merge_shards.py`` joins the shard files into the file one run would have written.
 """
 
 from __future__ import annotations
@@ -48,7 +53,9 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
          device: Optional[str] = None, seed: int = 0, hf_cache_dir: Optional[str] = None,
          screenshot_dir: Optional[str] = None, render_workers: Optional[int] = None,
          browser: str = "chromium", max_image_side: Optional[int] = None,
-         page_placeholder: bool = False, stop_on_rejected_request: bool = False):
+         page_placeholder: bool = False, stop_on_rejected_request: bool = False,
+         rollout: str = "pipelined", simulator_concurrency: int = 64, resample_leaks: int = 0,
+         num_shards: int = 1, shard_index: int = 0):
     """Simulate ColBench dialogues and write one trajectory per line to ``output_path``.
 
     Example (embedded tiny models on the CPU, bundled sample tasks):
@@ -93,6 +100,20 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
             (the agent then never sees its earlier pages; the original kept them).
         stop_on_rejected_request: end a dialogue when the simulator server rejects a request
             (HTTP 400), recording the error, instead of the original's "No response." reply.
+        rollout: ``pipelined`` (each dialogue advances on its own; the agent's requests are
+            batched as they arrive, up to --generation_batch_size) or ``lockstep`` (the
+            original: one batched agent call, then one simulator call, per turn). Both give
+            the same trajectories. batch_size: dialogues open at once (pipelined) or per
+            lockstep batch (the original's meaning).
+        simulator_concurrency: requests in flight at once to an HTTP simulator, and to an HTTP
+            agent (``--agent_backend openai``, e.g. ``vllm serve``), when pipelined.
+        hostname: one server, several (``a,b:8001,http://c:8000/v1``), or a file of URLs;
+            a dialogue stays on one server, and a server that fails is left out.
+        resample_leaks: backend: ask the simulated human again, with a reminder not to write
+            code, up to this many times when its reply leaks the reference (0: never, as the
+            original). Every row records its leaking replies either way (``leak_turns``).
+        num_shards, shard_index: run only shard I of N (a contiguous block of rows; join the
+            shard files with scripts/merge_shards.py).
         train: accepted for the original's commands; it had no effect there either.
         temp_path: the original's screenshot folder: html: used as --screenshot_dir when
             that is not given; code: not used.
@@ -108,11 +129,14 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
     from sweet_rl.environments import make_env
     from sweet_rl.factory import build_agent, build_simulator, resolve_model
     from sweet_rl.data.tasks import load_tasks
-    from sweet_rl.io import append_jsonl, count_complete_lines, write_sidecar
+    from sweet_rl.io import count_complete_lines, write_sidecar
     from sweet_rl.layout import lay_out
     from sweet_rl.prompts import load_prompt, template_fields
+    from sweet_rl.pipeline import run_pipelined
     from sweet_rl.rollout import run_dialogues
+    from sweet_rl.row_writer import OrderedRowWriter, pending_path, restore_pending
     from sweet_rl.seeding import row_seed
+    from sweet_rl.sharding import shard_bounds, shard_facts
     from sweet_rl.rendering.screenshots import default_screenshot_dir
 
     if train:
@@ -135,24 +159,39 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
                        "(as in the original), so these stay unfilled; the task description "
                        "reaches the agent as the first user message",
                        ", ".join("{%s}" % f for f in sorted(template_fields(agent_prompt))))
-    rows = lay_out(tasks, int(best_of_n))
+    if rollout not in ("pipelined", "lockstep"):
+        raise ValueError(f"--rollout must be 'pipelined' or 'lockstep', got {rollout!r}")
+    if int(simulator_concurrency) < 1 or int(batch_size) < 1:
+        raise ValueError("--simulator_concurrency and --batch_size must be at least 1")
+    all_rows = lay_out(tasks, int(best_of_n))
+    first, end = shard_bounds(len(all_rows), int(num_shards), int(shard_index))
+    arguments.update(shard_facts(len(all_rows), int(num_shards), int(shard_index)))
+    rows = all_rows[first:end]  # this shard's rows; row r of the file is row first + r
 
-    done = 0
-    if os.path.exists(output_path):
+    done, restored = 0, {}
+    if os.path.exists(output_path) or os.path.exists(pending_path(output_path)):
         if to_continue:
-            done = count_complete_lines(output_path)
-            _check_resumable(output_path, rows, done)
-            logger.info("resuming: %d of %d rows already in %s", done, len(rows), output_path)
+            done = count_complete_lines(output_path)  # 0 when only the spill file exists
+            if done:
+                _check_resumable(output_path, rows, done)
+            restored = restore_pending(output_path, rows, done)
+            logger.info("resuming: %d of %d rows already in %s (and %d finished ahead of them)",
+                        done, len(rows), output_path, len(restored))
         elif overwrite:
-            os.remove(output_path)
+            for path in (output_path, pending_path(output_path)):
+                if os.path.exists(path):
+                    os.remove(path)
         else:
             raise FileExistsError(f"{output_path} exists: pass --to_continue to resume it or "
                                   "--overwrite to replace it")
+    writer = OrderedRowWriter(output_path, done, restored)
+    todo = [r for r in range(done, len(rows)) if r not in restored]
 
     agent = simulator = renderer = bar = None
     from sweet_rl.environments.base import REJECTED_REPLY
 
-    env_kwargs = {"rejected_reply": None if stop_on_rejected_request else REJECTED_REPLY}
+    env_kwargs = {"rejected_reply": None if stop_on_rejected_request else REJECTED_REPLY,
+                  "resample_leaks": int(resample_leaks)}
     started = time.time()
     try:
         if task_type == "html":
@@ -164,7 +203,7 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
             env_kwargs.update(renderer=renderer, screenshot_dir=arguments["screenshot_dir"],
                               output_path=output_path, max_image_side=max_image_side,
                               page_placeholder=page_placeholder)
-        if done < len(rows):
+        if todo:
             agent_path = agent_model if agent_backend == "openai" else resolve_model(agent_model)
             agent = build_agent(agent_backend, agent_path, temperature=temperature,
                                 max_new_tokens=max_new_tokens, device=device,
@@ -174,16 +213,26 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
                                         max_tokens=simulator_max_tokens, device=device,
                                         batch_size=generation_batch_size, api_key=api_key,
                                         agent=agent, task_type=task_type)
-        bar = tqdm(total=len(rows), initial=done, desc="dialogues", unit="dlg")
-        for start in range(done, len(rows), int(batch_size)):
-            stop = min(start + int(batch_size), len(rows))
+        bar = tqdm(total=len(rows), initial=len(rows) - len(todo), desc="dialogues", unit="dlg")
+        chunks = ([todo[at:at + int(batch_size)] for at in range(0, len(todo), int(batch_size))]
+                  if rollout == "lockstep" else [todo])
+        for chunk in chunks:
             envs = [make_env(task_type, rows[r], agent_prompt, user_prompt, max_steps=max_steps,
-                             **env_kwargs)
-                    for r in range(start, stop)]
-            trajectories = run_dialogues(envs, agent, simulator,
-                                         row_seeds=[row_seed(seed, r) for r in range(start, stop)],
-                                         progress=bar)
-            append_jsonl(output_path, trajectories)
+                             **env_kwargs) for r in chunk]
+            seeds = [row_seed(seed, first + r) for r in chunk]  # the whole run's seeds
+            keys = [first + r for r in chunk]
+            if rollout == "lockstep":
+                trajectories = run_dialogues(envs, agent, simulator, row_seeds=seeds,
+                                             progress=bar, keys=keys)
+                writer.add_many(chunk, trajectories)
+            else:
+                run_pipelined(envs, agent, simulator, seeds,
+                              lambda i, trajectory, chunk=chunk: writer.add(chunk[i], trajectory),
+                              window=int(batch_size), agent_batch=int(generation_batch_size),
+                              simulator_concurrency=int(simulator_concurrency),
+                              agent_concurrency=int(simulator_concurrency), progress=bar,
+                              keys=keys)
+        writer.finish(len(rows))
     finally:
         if bar is not None:
             bar.close()
@@ -200,12 +249,16 @@ def summarize(path: str) -> str:
     """One metrics line over the whole output file."""
     from sweet_rl.io import iter_jsonl
     from sweet_rl.environments.protocol import ANSWER_MARKER, NO_ANSWER
+    from sweet_rl.leaks import format_leak_rate, leak_summary
     from sweet_rl.records import Trajectory
     from sweet_rl.rendering.pictures import REFERENCE_KEY
 
     count = turns = answered = errors = pages = with_page = 0
+    rows = []  # what the leak count needs of each row, not the row (inputs are long)
     for traj in iter_jsonl(path, Trajectory.from_dict):
         count += 1
+        rows.append({"leaked_replies": traj.extra.get("leaked_replies"),
+                     "dialogue_history": [{"role": turn.role} for turn in traj.dialogue_history]})
         agent_turns = traj.assistant_turns
         turns += len(agent_turns)
         answered += bool(agent_turns) and ANSWER_MARKER in agent_turns[-1].content
@@ -220,4 +273,6 @@ def summarize(path: str) -> str:
     if pages:  # errors there are the simulator's or a reference that did not render
         return line + (f", errors {errors}, "
                        f"answered with a page {100 * with_page / pages:.1f}%")
-    return line + f", dialogues with simulator errors {errors}"
+    leaks = leak_summary(rows)
+    line += f", dialogues with simulator errors {errors}"
+    return line + (f", {format_leak_rate(leaks)}" if leaks["dialogues"] else "")

@@ -82,7 +82,7 @@ class ScriptedAgent(Agent):
 
 
 class ScriptedHuman(Simulator):
-    def reply_batch(self, conversations):
+    def reply_batch(self, conversations, keys=None):
         return [SimulatorReply(text=HUMAN_REPLY) for _ in conversations]
 
 

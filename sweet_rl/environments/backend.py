@@ -12,6 +12,7 @@ class BackendEnv(CollaborationEnv):
     """The simulated human holds the task's ``ground_truth`` as hidden information."""
 
     reply_chars = BACKEND_REPLY_CHARS
+    checks_leaks = True  # the simulator reads the reference as code and could paste it
 
     def on_final_turn(self, parsed: ParsedTurn) -> None:
         self.answer = answer_text(parsed.message)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from sweet_rl.simulators.base import Simulator
+from sweet_rl.simulators.base import DialogueKeys, Simulator
 from sweet_rl.types import ChatMessages, SimulatorReply
 
 
@@ -24,7 +24,8 @@ class LocalSimulator(Simulator):
             temperature=0.0, batch_size=batch_size)
         self.max_new_tokens = max_new_tokens
 
-    def reply_batch(self, conversations: List[ChatMessages]) -> List[SimulatorReply]:
+    def reply_batch(self, conversations: List[ChatMessages],
+                    keys: DialogueKeys = None) -> List[SimulatorReply]:
         if not conversations:
             return []
         prompts = [self.generator.format(messages) for messages in conversations]

@@ -15,7 +15,7 @@ import io
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from sweet_rl.chat_images import decode_data_url
-from sweet_rl.simulators.base import Simulator
+from sweet_rl.simulators.base import DialogueKeys, Simulator
 from sweet_rl.types import ChatMessages, SimulatorReply
 
 
@@ -86,7 +86,8 @@ class LocalVLMSimulator(Simulator):
                     f"> {self.max_length}")
         return None
 
-    def reply_batch(self, conversations: List[ChatMessages]) -> List[SimulatorReply]:
+    def reply_batch(self, conversations: List[ChatMessages],
+                    keys: DialogueKeys = None) -> List[SimulatorReply]:
         import torch
         from PIL import Image
 

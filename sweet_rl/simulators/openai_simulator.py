@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from sweet_rl.openai_compat import ChatClient, base_url_from
-from sweet_rl.simulators.base import Simulator
+from sweet_rl.simulators.base import DialogueKeys, Simulator
 from sweet_rl.types import ChatMessages, SimulatorReply
 
 
@@ -29,6 +29,7 @@ class OpenAISimulator(Simulator):
     """
 
     name = "openai"
+    parallel_requests = True  # a server: the pipelined loop sends requests from many threads
 
     def __init__(self, model: str, base_url: Optional[str] = None, api_key: str = "EMPTY",
                  max_tokens: int = 512, hostname: Optional[str] = None,
@@ -49,7 +50,8 @@ class OpenAISimulator(Simulator):
     def base_url(self) -> str:
         return self.client.base_url
 
-    def reply_batch(self, conversations: List[ChatMessages]) -> List[SimulatorReply]:
+    def reply_batch(self, conversations: List[ChatMessages],
+                    keys: DialogueKeys = None) -> List[SimulatorReply]:
         results = self.client.complete_batch(conversations, temperature=0.0,
                                              max_tokens=self.max_tokens)
         return [SimulatorReply(text=r.text, error=r.error) for r in results]

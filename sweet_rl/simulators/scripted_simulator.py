@@ -28,7 +28,7 @@ import re
 from typing import List, Optional, Tuple
 
 from sweet_rl.environments.base import SIMULATOR_CUE, TURN_SEPARATOR
-from sweet_rl.simulators.base import Simulator
+from sweet_rl.simulators.base import DialogueKeys, Simulator
 from sweet_rl.types import ChatMessages, SimulatorReply
 
 UNHELPFUL_REPLY = "I'm not sure what you mean; it should just work."
@@ -90,7 +90,8 @@ class ScriptedSimulator(Simulator):
 
     name = "scripted"
 
-    def reply_batch(self, conversations: List[ChatMessages]) -> List[SimulatorReply]:
+    def reply_batch(self, conversations: List[ChatMessages],
+                    keys: DialogueKeys = None) -> List[SimulatorReply]:
         replies = []
         for messages in conversations:
             # the filled prompt is the last user message (plain text for backend tasks)

@@ -34,13 +34,20 @@ def test_help_lists_the_stages():
     assert listed == list(STAGES)
 
 
-@pytest.mark.parametrize("stage", ["evaluate_code", "simulate", "generate_random_pairs"])
+@pytest.mark.parametrize("stage", ["evaluate_code", "simulate", "generate_random_pairs", "merge"])
 def test_a_stages_help_is_the_stages_own(stage):
     done = run(stage, "--help")
     assert done.returncode == 0, done.stderr
     shown = done.stdout + done.stderr
     assert "NAME" in shown and ("FLAGS" in shown or "POSITIONAL ARGUMENTS" in shown)
     assert SHORT_NAMES.get(stage, stage) in shown
+
+
+def test_merge_is_a_stage(tmp_path):
+    assert STAGES["merge_shards"] == "merge" and SHORT_NAMES["merge"] == "merge_shards"
+    done = run("merge", str(tmp_path / "missing.jsonl"), "--output_path", str(tmp_path / "o"))
+    assert done.returncode == 2 and done.stderr.startswith("error: ")
+    assert "missing.jsonl: file not found" in done.stderr
 
 
 def test_an_unknown_stage_or_a_bad_flag_exits_2_with_one_line():

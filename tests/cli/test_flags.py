@@ -138,7 +138,7 @@ def test_help_separators_and_fire_flags(capsys):
 
 def _stage_mains():
     names = ["download_data", "evaluate_code", "evaluate_html", "filter_websites",
-             "generate_random_pairs", "prepare_frontend_tasks", "rank_best_of_n",
+             "generate_random_pairs", "merge", "prepare_frontend_tasks", "rank_best_of_n",
              "sample_best_of_n", "simulate", "train_dpo", "train_sft"]
     mains = {n: importlib.import_module(f"sweet_rl.cli.{n}").main for n in names}
     for n in ("visualize_dialogue_histories", "visualize_design_dialogue_histories"):
@@ -219,6 +219,7 @@ COMMANDS = {
     "scripts/evaluate_html.py": ("evaluate_html", ["IN", "--preference_path", "OUT"]),
     "scripts/filter_websites.py": ("filter_websites", ["IN", "OUT"]),
     "scripts/generate_random_pairs_from_ranks.py": ("generate_random_pairs", ["IN", "OUT"]),
+    "scripts/merge_shards.py": ("merge", ["IN", "--output_path", "OUT"]),
     "scripts/prepare_frontend_tasks.py": ("prepare_frontend_tasks", ["OUT", "--data_files", "IN"]),
     "scripts/rank_best_of_n.py": (
         "rank_best_of_n",
@@ -254,7 +255,8 @@ def test_every_script_covered():
 @pytest.mark.parametrize("script", sorted(COMMANDS))
 def test_misspelled_flag_exits_2_at_once_and_touches_nothing(script, tmp_path):
     stage_name, command = COMMANDS[script]
-    names = core.inspectutils.GetFullArgSpec(_stage_mains()[stage_name]).args
+    spec = core.inspectutils.GetFullArgSpec(_stage_mains()[stage_name])
+    names = spec.args + spec.kwonlyargs  # merge's flags follow its *shard_paths
     real = max(names, key=len)
     typo = _typo(real)
     assert typo != real and typo not in names

@@ -37,7 +37,7 @@ class ScriptedSimulator(Simulator):
     def __init__(self, reply="x" * 1000, error_on_call=None):
         self.reply, self.error_on_call, self.seen = reply, error_on_call, []
 
-    def reply_batch(self, conversations):
+    def reply_batch(self, conversations, keys=None):
         self.seen.extend(conversations)
         if self.error_on_call is not None and len(self.seen) >= self.error_on_call:
             return [

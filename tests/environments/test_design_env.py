@@ -51,7 +51,7 @@ class RecordingSimulator(Simulator):
     def __init__(self, reply="y" * 1500):
         self.reply, self.seen = reply, []
 
-    def reply_batch(self, conversations):
+    def reply_batch(self, conversations, keys=None):
         self.seen.extend(conversations)
         return [SimulatorReply(text=self.reply) for _ in conversations]
 

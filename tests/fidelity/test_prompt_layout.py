@@ -68,7 +68,7 @@ class Replies(Simulator):
     def __init__(self, *texts):
         self.texts, self.seen = list(texts), []
 
-    def reply_batch(self, conversations):
+    def reply_batch(self, conversations, keys=None):
         self.seen.extend(conversations)
         return [SimulatorReply(text=self.texts.pop(0)) for _ in conversations]
 

@@ -1,7 +1,8 @@
 """A scripted stand-in for an OpenAI-compatible server, for fault-injection tests.
 
 Each ``POST /v1/chat/completions`` consumes the next :class:`Step` of the script (the last one
-repeats): wait ``delay`` seconds, then answer ``status`` with ``body``. A 200 step without a
+repeats): wait ``delay`` seconds, then answer ``status`` with ``body``, or with ``hang_up``
+close the connection without any answer, as a crashing server does. A 200 step without a
 body answers a normal completion whose text echoes the last message, so batch-order tests can
 check which reply belongs to which request. Every request body and arrival time is recorded.
 """
@@ -22,6 +23,7 @@ class Step:
     body: Optional[dict] = None
     delay: float = 0.0
     headers: Dict[str, str] = field(default_factory=dict)
+    hang_up: bool = False
 
 
 def completion(text: str, finish_reason: str = "stop") -> dict:
@@ -94,6 +96,9 @@ class FakeOpenAIServer:
                     return
                 step = owner._next_step(body)
                 time.sleep(step.delay)
+                if step.hang_up:
+                    self.close_connection = True
+                    return
                 if step.body is not None:
                     self._send(step.status, step.body, step.headers)
                 elif step.status == 200:

@@ -261,3 +261,49 @@ def test_one_argument_puts_the_page_beside_the_input(tmp_path):
         timeout=60,
     )
     assert proc.returncode == 2 and "--saved_path" in proc.stderr and "disagree" in proc.stderr
+
+
+LEAK_ROWS = [
+    _dialogue("Sum a list of numbers.", "def f(xs):\n    return sum(xs)",
+              "def f(xs):\n    return sum(xs)", reward=1.0, leaked_replies=1, leak_turns=[2]),
+    _dialogue("Reverse a string.", "def f(s):\n    return s", "def f(s):\n    return s[::-1]",
+              reward=0.0, leaked_replies=0, leak_turns=[]),
+    DIALOGUES[1],  # an older row, no leak keys
+    _dialogue("Count vowels.", "def f(s):\n    return 0", "def f(s):\n    return 3",
+              leaked_replies="many", leak_turns=[True, 99, "2"]),  # odd values: ignored
+]
+
+
+def test_leaking_replies_are_tagged_and_the_rate_is_in_the_header():
+    text = render_dialogues_html(LEAK_ROWS, "leaks")
+    assert text.count('class="turn user leak"') == 1
+    assert text.count('<span class="leak-tag">leaks the reference</span>') == 1
+    tagged = text.split('class="turn user leak"', 1)[1]
+    assert tagged.split("</div></div>", 1)[0].endswith('<div class="text">A list of ints.')
+    assert text.index('class="turn user leak"') < text.index('id="dialogue-1"')
+    assert text.count('<span class="leak-count">1 leaking reply</span>') == 1
+    # two rows were checked, one reply each, one of them leaking
+    assert '<span id="leak-rate">leak rate 0.500 (1 of 2 replies)</span>' in text
+
+
+def test_rows_without_leak_information_show_none():
+    text = render_dialogues_html(DIALOGUES + [LEAK_ROWS[3]], "no leaks")
+    assert "leak-rate" not in text.split("</header>")[0]
+    assert 'class="turn user leak"' not in text and 'class="leak-count"' not in text
+    assert 'class="leak-tag"' not in text
+
+
+def test_leak_tag_in_chromium(browser, tmp_path):
+    from selenium.webdriver.common.by import By
+
+    src, out = tmp_path / "leaks.jsonl", tmp_path / "leaks.html"
+    src.write_text("".join(json.dumps(d) + "\n" for d in LEAK_ROWS), encoding="utf-8")
+    main(str(src), str(out))
+    browser.get(out.as_uri())
+    assert browser.find_element(By.ID, "leak-rate").text == "leak rate 0.500 (1 of 2 replies)"
+    [turn] = browser.find_elements(By.CSS_SELECTOR, ".turn.leak")
+    tag = turn.find_element(By.CSS_SELECTOR, ".leak-tag")
+    assert tag.is_displayed() and tag.text == "leaks the reference"
+    assert turn.value_of_css_property("border-top-color") == "rgba(207, 34, 46, 1)"
+    assert "A list of ints." in turn.text
+    assert turn.find_element(By.XPATH, "./ancestor::section").get_attribute("id") == "dialogue-0"

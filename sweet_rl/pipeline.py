@@ -1,0 +1,201 @@
+"""Pipelined rollouts: every dialogue advances as soon as its own last step is done.
+
+The lockstep loop (:func:`sweet_rl.rollout.run_dialogues`, the original's way) runs one
+batched agent call for every open dialogue, then one batched simulator call, then the next
+turn: the agent idles while the slowest simulator reply of the turn is awaited, and the
+simulator idles while the agent generates. Here the two sides are queues served by their
+own threads:
+
+* the agent's requests are batched as they arrive: one thread takes whatever is waiting, up
+  to ``agent_batch`` requests, and makes one ``agent.generate`` call of them (the ``hf`` and
+  ``vllm`` backends); an agent behind a server (``Agent.parallel_requests``: the ``openai``
+  backend, e.g. against ``vllm serve``, whose engine batches on its own) gets single requests
+  from ``agent_concurrency`` threads instead;
+* the simulator's requests go out concurrently, up to ``simulator_concurrency`` at once, from
+  that many threads, for a simulator that serves requests in parallel (an HTTP server:
+  ``Simulator.parallel_requests``); an in-process simulator is batched like the agent;
+* the environments (dialogue state) are touched by the calling thread only; a frontend
+  environment's slow turns (page renders) go to ``record_workers`` threads.
+
+Results do not depend on scheduling: a dialogue's turns depend only on its own history, the
+simulator is greedy, and every agent call is seeded by the dialogue's row and turn
+(:func:`sweet_rl.seeding.turn_seed`), which the agent backends honour whatever the batch is
+made of. So a run gives the same trajectories, row for row, as the lockstep loop.
+
+At most ``window`` dialogues are open at once (simulate's ``--batch_size``); the next starts
+when one ends. Each finished dialogue is handed to ``on_finish(index, trajectory)`` at once.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, List, Optional, Sequence
+
+from sweet_rl.agents.base import Agent
+from sweet_rl.environments.base import CollaborationEnv
+from sweet_rl.records import Trajectory
+from sweet_rl.seeding import turn_seed
+from sweet_rl.simulators.base import Simulator
+
+_STOP = object()
+
+
+class _Server:
+    """Threads that serve a queue of requests, ``batch`` at most per call of ``serve``.
+
+    ``serve(items) -> results`` (same length and order); each result, or the exception the
+    call raised, is posted to ``events`` as ``(kind, index, result)``."""
+
+    def __init__(self, serve: Callable[[list], list], events: "queue.Queue", kind: str,
+                 threads: int = 1, batch: int = 1):
+        self.requests: "queue.Queue" = queue.Queue()
+        self.serve, self.events, self.kind, self.batch = serve, events, kind, max(1, batch)
+        self.threads = [threading.Thread(target=self._loop, name=f"{kind}-{n}", daemon=True)
+                        for n in range(max(1, threads))]
+        for thread in self.threads:
+            thread.start()
+
+    def submit(self, index: int, item) -> None:
+        self.requests.put((index, item))
+
+    def _loop(self) -> None:
+        while True:
+            first = self.requests.get()
+            if first is _STOP:
+                return
+            taken = [first]
+            while len(taken) < self.batch:  # whatever else is waiting, without waiting for more
+                try:
+                    more = self.requests.get_nowait()
+                except queue.Empty:
+                    break
+                if more is _STOP:
+                    self.requests.put(_STOP)  # for this thread's next turn: serve, then stop
+                    break
+                taken.append(more)
+            try:
+                results = self.serve([item for _, item in taken])
+                if len(results) != len(taken):
+                    raise RuntimeError(f"{self.kind} returned {len(results)} results for "
+                                       f"{len(taken)} requests")
+            except BaseException as error:  # the calling thread re-raises it
+                self.events.put(("error", -1, error))
+                continue
+            for (index, _), result in zip(taken, results):
+                self.events.put((self.kind, index, result))
+
+    def stop(self) -> None:
+        for _ in self.threads:
+            self.requests.put(_STOP)
+        for thread in self.threads:
+            thread.join(timeout=60)
+
+
+def run_pipelined(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Simulator,
+                  row_seeds: Sequence[int], on_finish: Callable[[int, Trajectory], None],
+                  window: Optional[int] = None, agent_batch: int = 16,
+                  simulator_concurrency: int = 64, agent_concurrency: int = 64, progress=None,
+                  keys: Optional[Sequence[int]] = None) -> None:
+    """Play every environment to its end, pipelined (see the module docstring).
+
+    ``row_seeds[i]`` seeds dialogue i's agent calls (turn by turn); ``keys[i]`` (default: i)
+    names dialogue i to the simulator, which may pin it to one server. ``progress`` (a tqdm
+    bar, optional) advances by one per finished dialogue.
+    """
+    keys = list(keys) if keys is not None else list(range(len(envs)))
+    events: "queue.Queue" = queue.Queue()
+    agent_parallel = agent.parallel_requests
+    agent_server = _Server(lambda items: agent.generate([m for m, _ in items],
+                                                        seeds=[s for _, s in items]),
+                           events, "agent", threads=agent_concurrency if agent_parallel else 1,
+                           batch=1 if agent_parallel else agent_batch)
+    parallel = simulator.parallel_requests
+    simulator_server = _Server(
+        lambda items: simulator.reply_batch([m for m, _ in items], keys=[k for _, k in items]),
+        events, "simulator", threads=simulator_concurrency if parallel else 1,
+        batch=1 if parallel else agent_batch)
+    workers = max((env.record_workers for env in envs), default=1)
+    recorder = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="record") \
+        if workers > 1 else None
+
+    def slow(index: int, kind: str, call: Callable[[], object]) -> None:
+        """Run an environment step that may do slow I/O: in the pool when there is one."""
+        if recorder is None:
+            events.put((kind, index, _outcome(call)))
+        else:
+            recorder.submit(lambda: events.put((kind, index, _outcome(call))))
+
+    def ask_agent(i: int) -> None:
+        agent_server.submit(i, (envs[i].agent_messages(), turn_seed(row_seeds[i], envs[i].steps)))
+
+    def ask_simulator(i: int, reminder: bool = False) -> None:
+        messages = envs[i].simulator_messages(reminder=True) if reminder \
+            else envs[i].simulator_messages()
+        simulator_server.submit(i, (messages, keys[i]))
+
+    waiting = deque(range(len(envs)))
+    open_count = finished = 0
+    limit = max(1, window or len(envs))
+
+    def start_more() -> None:
+        nonlocal open_count
+        while waiting and open_count < limit:
+            i = waiting.popleft()
+            open_count += 1
+            if envs[i].done:  # nothing to play (e.g. restored): finish at once
+                events.put(("prepared", i, None))
+            else:
+                slow(i, "prepared", envs[i].prepare)
+
+    try:
+        start_more()
+        while finished < len(envs):
+            kind, i, payload = events.get()
+            if kind == "error" or isinstance(payload, _Failure):
+                raise payload.error if isinstance(payload, _Failure) else payload
+            env = envs[i]
+            if kind == "agent":
+                slow(i, "recorded", lambda env=env, out=payload:
+                     env.record_agent_turn(out.prompt, out.output))
+                continue
+            if kind == "simulator":
+                if env.wants_resample(payload):
+                    ask_simulator(i, reminder=True)
+                    continue
+                env.record_user_reply(payload)
+            if env.done:  # after "prepared", "recorded" or "simulator"
+                on_finish(i, env.trajectory())
+                finished += 1
+                open_count -= 1
+                if progress is not None:
+                    progress.update(1)
+                start_more()
+            elif kind == "recorded":
+                ask_simulator(i)
+            else:  # prepared, or the human answered: the agent's turn
+                ask_agent(i)
+    finally:
+        agent_server.stop()
+        simulator_server.stop()
+        if recorder is not None:
+            recorder.shutdown(wait=True)
+
+
+class _Failure:
+    """An exception raised by an environment step, carried to the calling thread."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def _outcome(call: Callable[[], object]):
+    try:
+        return call()
+    except BaseException as error:
+        return _Failure(error)
+
+
+__all__: List[str] = ["run_pipelined"]
