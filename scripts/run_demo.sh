@@ -89,7 +89,8 @@ fi
 if wants mini; then
   echo "== mini: SWEET-RL learns on the quick miniature ColBench ($OUT/mini)"
   # BON_NS=8 adds the critic's Best-of-8 against random choice (about 2 more minutes)
-  OUT=$OUT/mini SEEDS=0 METHODS=sweet BON_NS=${BON_NS-} bash scripts/run_mini_quick.sh
+  OUT=$OUT/mini SEEDS=0 METHODS=sweet BON_NS=${BON_NS-} BON_CRITICS=${BON_CRITICS-} \
+      bash scripts/run_mini_quick.sh
 fi
 VIEW=$OUT/dialogues.html
 wants 3 && VIEW=$OUT/frontend/dialogues.html

@@ -48,6 +48,16 @@ AGENT_EPOCHS=${AGENT_EPOCHS:-1}         # SWEET-RL's per-turn agent DPO
 SFT_EPOCHS=${SFT_EPOCHS:-2}             # rejection fine-tuning
 BON_NS=${BON_NS-1,2,4,8,16}            # Best-of-N curve (first seed only; BON_NS= skips it)
 BON_ROLLOUTS=${BON_ROLLOUTS:-1}         # dialogues per held-out task at each point of the curve
+BON_CRITICS=${BON_CRITICS-"regression value judge"}  # more curves: the regression head and the
+# value function (critics trained for the curve only) and LLM-as-a-Judge (the warm agent)
+for extra in $BON_CRITICS; do
+  case "$extra" in
+    regression|value|judge) ;;
+    *) echo "run_mini_reproduction.sh: unknown BON_CRITICS entry '$extra'; choose from" \
+            "regression value judge" >&2
+       exit 2 ;;
+  esac
+done
 WARM=${WARM:-$OUT/warm}                 # the warm agent's folder (built once, then reused)
 METHODS=${METHODS:-"rft multiturn_dpo sweet sweet_no_gt sweet_sum"}  # trained after zero-shot
 # OFFLINE_FROM: a trajectory file in simulate's layout (K rollouts per task), graded or not,
@@ -174,6 +184,23 @@ for seed in $SEEDS; do
     critics=""
     has sweet && critics="--critic $dir/critic_sweet"
     has sweet_no_gt && critics="$critics --critic_no_gt $dir/critic_sweet_no_gt"
+    for extra in $BON_CRITICS; do
+      case "$extra" in
+        regression)  # Table 3's head, on the SWEET critic's pairs
+          "$PYTHON" scripts/train_dpo.py --config configs/critic_backend.json \
+              --critic_head regression --pretrain "$AGENT" --dataset "$dir/critic_pairs.jsonl" \
+              --save_path "$dir/critic_regression" --seed "$seed" $TRAIN_FLAGS \
+              --max_epochs "$TRAJ_EPOCHS" --learning_rate "$CRITIC_LR"
+          critics="$critics --critic_regression $dir/critic_regression" ;;
+        value)  # Figure 3a's value function: every turn labelled with its dialogue's success
+          "$PYTHON" scripts/train_dpo.py --config configs/critic_backend.json \
+              --critic_head value --pretrain "$AGENT" --dataset "$dir/offline.jsonl" \
+              --save_path "$dir/critic_value" --seed "$seed" $TRAIN_FLAGS \
+              --max_epochs "$TRAJ_EPOCHS" --learning_rate "$CRITIC_LR"
+          critics="$critics --critic_value $dir/critic_value" ;;
+        judge) critics="$critics --judge $AGENT" ;;  # the agent's base model judges
+      esac
+    done
     "$PYTHON" -m sweet_rl.cli.mini_best_of_n --agent_model "$AGENT" \
         --tasks "$WARM/test_tasks.jsonl" --num_tasks "$TEST_TASKS" --output_dir "$dir" \
         $critics $PROMPT_FLAG --ns "$BON_NS" \

@@ -112,3 +112,68 @@ def build_simulator(hostname: Union[None, str, Sequence[str]], port: int,
         return LocalSimulator(model_path, max_new_tokens=max_tokens, generator=generator)
     return LocalSimulator(model_path, max_new_tokens=max_tokens, device=device,
                           batch_size=batch_size)
+
+
+def build_judge(critic_type: str, model_id: Optional[str] = None, *, use_ground_truth=True,
+                score_tokens="original", use_sum=False, backend="hf", device=None,
+                dtype="auto", batch_size=16, prompt_cache=True, seed=0,
+                judge_base_url: Optional[str] = None, api_key: str = "EMPTY"):
+    """The step critic of ``critic_type`` (:mod:`sweet_rl.stepwise.judges`), its model loaded:
+    for the rank stage's ``--critic_type`` and Best-of-N's picks. It is built here, not in
+    ``stepwise/``, because the head critics load through ``sweet_rl.training.heads``."""
+    from sweet_rl.stepwise.judges import CRITIC_TYPES, HeadJudge, PairwiseJudge, RandomJudge
+
+    if critic_type not in CRITIC_TYPES:
+        raise ValueError(f"--critic_type must be one of {CRITIC_TYPES}, got {critic_type!r}")
+    if critic_type == "random":
+        return RandomJudge(seed)
+    if critic_type == "logprob":
+        from sweet_rl.stepwise.judges import LogProbJudge
+        from sweet_rl.stepwise.ranking import build_scorer
+
+        scorer = build_scorer(backend, model_id, device, dtype, batch_size, prompt_cache, seed)
+        return LogProbJudge(scorer, use_ground_truth, score_tokens, use_sum)
+    if critic_type in ("regression", "value"):
+        from sweet_rl.training.heads import load_scalar_critic
+
+        critic = load_scalar_critic(model_id, device=device, dtype=dtype)
+        if critic.kind != critic_type:
+            raise ValueError(f"{model_id} holds a {critic.kind} head, not {critic_type} "
+                             "(train_dpo.py --critic_head decides which)")
+        return HeadJudge(critic, use_ground_truth, batch_size)
+    if judge_base_url:
+        from sweet_rl.openai_compat import ChatClient
+
+        client = ChatClient(judge_base_url, model_id, api_key=api_key)
+        return PairwiseJudge(lambda batch: [r.text for r in client.complete_batch(
+            batch, temperature=0.0, max_tokens=4)])
+    from sweet_rl.hf_generation import HFGenerator
+
+    generator = HFGenerator(model_id, device=device, dtype=dtype, max_new_tokens=4,
+                            temperature=0.0, batch_size=batch_size)
+    return PairwiseJudge(lambda batch: generator.generate([generator.format(m) for m in batch]))
+
+
+def build_pick_agent(agent_model: str, n: int, tasks: Sequence, critic: Optional[str],
+                     critic_type: str = "logprob", *, temperature: float = 1.0,
+                     max_new_tokens: int = 1024, device: Optional[str] = None,
+                     batch_size: int = 16, use_ground_truth: bool = True,
+                     score_tokens: str = "original", judge_base_url: Optional[str] = None,
+                     api_key: str = "EMPTY", seed: int = 0) -> Agent:
+    """simulate's Best-of-N mode (paper Figure 3a): the hf agent samples ``n`` replies per
+    turn and the step critic ``critic`` of ``critic_type`` picks one (``random``, or no
+    critic: a uniform pick); see :class:`sweet_rl.agents.critic_pick.CriticPickAgent`."""
+    from sweet_rl.agents.critic_pick import CriticPickAgent, reference_lookup
+
+    judge = None
+    if critic_type != "random":
+        if not critic:
+            raise ValueError(f"--pick_critic is required for --pick_critic_type {critic_type} "
+                             "(or pass --pick_critic_type random)")
+        model = critic if judge_base_url else resolve_model(critic)
+        judge = build_judge(critic_type, model, use_ground_truth=use_ground_truth,
+                            score_tokens=score_tokens, device=device, batch_size=batch_size,
+                            seed=seed, judge_base_url=judge_base_url, api_key=api_key)
+    return CriticPickAgent(agent_model, n, reference_lookup(tasks), judge=judge,
+                           temperature=temperature, max_new_tokens=max_new_tokens,
+                           device=device, batch_size=batch_size)

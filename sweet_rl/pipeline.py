@@ -159,7 +159,7 @@ def run_pipelined(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Sim
             env = envs[i]
             if kind == "agent":
                 slow(i, "recorded", lambda env=env, out=payload:
-                     env.record_agent_turn(out.prompt, out.output))
+                     env.record_agent_turn(out.prompt, out.output, out.extra))
                 continue
             if kind == "simulator":
                 if env.wants_resample(payload):

@@ -62,7 +62,8 @@ def run_dialogues(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Sim
                                  seeds=[turn_seed(seeds[i], envs[i].steps) for i in active])
         if len(outputs) != len(active):
             raise RuntimeError(f"agent returned {len(outputs)} outputs for {len(active)} dialogues")
-        run_calls([functools.partial(envs[i].record_agent_turn, out.prompt, out.output)
+        run_calls([functools.partial(envs[i].record_agent_turn, out.prompt, out.output,
+                                     out.extra)
                    for i, out in zip(active, outputs)], workers)
         waiting = [i for i in active if not envs[i].done]
         reminder = False

@@ -23,10 +23,12 @@ GROUND_TRUTH_PREFIX = "In light that the final answer is: {ground_truth}."
 
 @dataclass
 class AgentOutput:
-    """``prompt`` is the chat-formatted text the model saw; ``output`` its raw generation."""
+    """``prompt`` is the chat-formatted text the model saw; ``output`` its raw generation;
+    ``extra``: keys stored with the turn (Best-of-N: the candidates and their scores)."""
 
     prompt: str
     output: str
+    extra: Optional[Dict[str, object]] = None
 
 
 @dataclass

@@ -41,7 +41,8 @@ def test_reduced_reproduction_runs_every_method(tmp_path, repo_root, tiny_model_
         rows = list(read_jsonl(str(seed / f"eval_{method}.jsonl")))
         assert len(rows) == 2 and all("reward" in row for row in rows), method
     for model in ("rft", "multiturn_dpo", "sweet", "sweet_no_gt", "sweet_sum", "critic_sweet",
-                  "critic_sweet_no_gt", "critic_sweet_sum"):
+                  "critic_sweet_no_gt", "critic_sweet_sum", "critic_regression",
+                  "critic_value"):
         assert (seed / model / "config.json").exists(), model
     # the ablations' critics are trained and used as the flags say
     no_gt = json.loads((seed / "ranked_sweet_no_gt.jsonl.config.json").read_text())
@@ -51,7 +52,8 @@ def test_reduced_reproduction_runs_every_method(tmp_path, repo_root, tiny_model_
     table = (out / "table.md").read_text()
     for label in ("Zero-shot (warm agent)", "Rejection fine-tuning", "Multi-turn DPO",
                   "SWEET-RL w/o training-time info", "SWEET-RL w/ sum instead of mean",
-                  "| SWEET-RL |", "Best-of-N success %", "whole run:"):
+                  "| SWEET-RL |", "Best-of-N success %", "whole run:", "regression head",
+                  "value function", "LLM-as-a-Judge"):
         assert label in table, label
     assert table in result.stdout
 

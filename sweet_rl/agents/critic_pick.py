@@ -2,61 +2,77 @@
 
 The paper's Figure 3a measures a critic by this: at every turn of a test dialogue the agent
 samples N actions and the critic's choice is played; a critic that credits the right turns
-raises success with N, a random choice does not. The score is the rank stage's
-``judge_result`` (:mod:`sweet_rl.stepwise.ranking`): the critic's log-prob of the candidate,
-given the turn's prompt (with the task's reference in front for a critic trained with
-training-time information), minus the sampling model's own log-prob. ``critic_model=None``
-picks uniformly at random, with the turn's seed.
+raises success with N, a random choice does not. The critic is any step critic of
+:mod:`sweet_rl.stepwise.judges` (log-prob, regression head, value head, LLM-as-a-Judge),
+scoring the turn's candidates as the rank stage does, from a step record of the turn: its
+prompt, the prompt with the task's reference in front, the candidates with the sampling
+model's own log-probs, and the dialogue so far. ``judge=None`` picks uniformly at random,
+with the turn's seed. Each played turn keeps the candidates, their scores and the index
+played (``candidates``, ``candidate_scores``, ``picked`` in the turn's row).
+
+The agent is told each dialogue's reference through ``truth_of(messages)``: the environment
+never gives the agent the task, so the caller maps the dialogue's first user message (the
+task's request) to its reference.
 """
 
 from __future__ import annotations
 
 import random
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 from sweet_rl.agents.base import Agent
 from sweet_rl.types import AgentOutput, ChatMessages
+
+
+def reference_lookup(tasks: Sequence) -> Callable[[ChatMessages], str]:
+    """``truth_of`` for tasks with ``problem_description`` and ``ground_truth``: a request
+    that two tasks share with different references cannot tell them apart and is refused."""
+    truths: Dict[str, str] = {}
+    for task in tasks:
+        known = truths.setdefault(task.problem_description, task.ground_truth)
+        if known != task.ground_truth:
+            raise ValueError("two tasks share the request "
+                             f"{task.problem_description[:60]!r} but not the reference: Best-of-N "
+                             "cannot tell which reference a dialogue of them has")
+
+    def truth_of(messages: ChatMessages) -> str:
+        first = next(m["content"] for m in messages if m.get("role") == "user")
+        return truths[first]
+
+    return truth_of
 
 
 class CriticPickAgent(Agent):
     name = "critic_pick"
 
     def __init__(self, agent_model: str, n: int, truth_of: Callable[[ChatMessages], str],
-                 critic_model: Optional[str] = None, use_ground_truth: bool = True,
-                 temperature: float = 1.0, max_new_tokens: int = 1024,
-                 score_tokens: str = "original", device: Optional[str] = None,
-                 batch_size: int = 16):
+                 judge=None, temperature: float = 1.0, max_new_tokens: int = 1024,
+                 device: Optional[str] = None, batch_size: int = 16):
         from sweet_rl.stepwise.sampling import HFSampler
 
+        if int(n) < 1:
+            raise ValueError(f"Best-of-N needs N >= 1, got {n}")
         self.sampler = HFSampler(agent_model, temperature, max_new_tokens, device,
                                  batch_size=batch_size)
-        self.critic = None
-        if critic_model is not None:
-            from sweet_rl.stepwise.scoring import ContinuationScorer
+        self.judge, self.n, self.truth_of = judge, int(n), truth_of
 
-            self.critic = ContinuationScorer(critic_model, device=device, batch_size=batch_size)
-        self.n, self.truth_of = int(n), truth_of
-        self.use_ground_truth, self.score_tokens = use_ground_truth, score_tokens
-
-    def pick(self, prompt: str, truth: str, texts: List[str], reference, seed: int) -> int:
-        """The index of the candidate played."""
-        if self.critic is None or len(texts) == 1:
-            return random.Random(seed).randrange(len(texts))
+    def scores(self, messages: ChatMessages, prompt: str, texts: List[str], reference,
+               seed: int) -> List[float]:
+        """One score per candidate: the judge's, or 1 for one drawn with the turn's seed."""
+        if self.judge is None:
+            drawn = random.Random(seed).randrange(len(texts))
+            return [1.0 if k == drawn else 0.0 for k in range(len(texts))]
         from sweet_rl.records import StepSample
-        from sweet_rl.stepwise.ranking import critic_items, judge_results
         from sweet_rl.stepwise.sampling import with_candidates
         from sweet_rl.stepwise.turns import with_ground_truth
 
+        truth = self.truth_of(messages)
         record = with_candidates({"input": prompt, "input_with_ground_truth":
                                   with_ground_truth(prompt, truth), "older_output": "",
-                                  "reward": 0.0, "ground_truth": truth, "messages": []},
-                                 texts, reference)
-        sample = StepSample.from_dict(record)
-        items = critic_items(self.critic.tokenizer, [sample], self.use_ground_truth,
-                             self.score_tokens)
-        [scores] = self.critic.score_many(items)
-        judge = judge_results(scores, sample)
-        return max(range(len(texts)), key=lambda k: judge[k])  # first best on ties
+                                  "reward": 0.0, "ground_truth": truth,
+                                  "messages": list(messages)}, texts, reference)
+        [judged] = self.judge.judge([StepSample.from_dict(record)])
+        return [float(v) for v in judged]
 
     def generate(self, conversations: List[ChatMessages],
                  seeds: Optional[List[int]] = None) -> List[AgentOutput]:
@@ -67,6 +83,12 @@ class CriticPickAgent(Agent):
         for messages, seed in zip(conversations, seeds):
             prompt = format_chat(self.sampler.generator.tokenizer, messages)
             [(texts, reference)] = self.sampler.sample([prompt], self.n, [seed])
-            chosen = self.pick(prompt, self.truth_of(messages), texts, reference, seed)
-            outputs.append(AgentOutput(prompt=prompt, output=texts[chosen]))
+            scores = self.scores(messages, prompt, texts, reference, seed)
+            picked = max(range(len(texts)), key=lambda k: scores[k])  # first best on ties
+            outputs.append(AgentOutput(prompt=prompt, output=texts[picked], extra={
+                "candidates": list(texts), "candidate_scores": scores, "picked": picked}))
         return outputs
+
+    def close(self) -> None:
+        if self.judge is not None:
+            self.judge.close()

@@ -72,7 +72,9 @@ def main(agent_model: str, tasks: str, output_dir: str, critic: Optional[str] = 
          critic_no_gt: Optional[str] = None, ns="1,2,4,8,16", num_tasks: Optional[int] = None,
          seed: int = 0, temperature: float = 1.0, max_new_tokens: int = 192,
          max_steps: int = 10, rollouts: int = 1, score_tokens: str = "candidate",
-         device: Optional[str] = None, agent_prompt_path: Optional[str] = None):
+         device: Optional[str] = None, agent_prompt_path: Optional[str] = None,
+         critic_regression: Optional[str] = None, critic_value: Optional[str] = None,
+         judge: Optional[str] = None):
     """Success (%) on ``tasks`` when a chooser picks among N sampled replies at every turn.
 
     rollouts: dialogues per task (more rows, less noise in each point of the curve).
@@ -80,37 +82,44 @@ def main(agent_model: str, tasks: str, output_dir: str, critic: Optional[str] = 
     the miniature's rank stage uses (docs/mini_reproduction.md says why).
     agent_prompt_path: the agent's system message (the warm folder's ``agent_prompt.txt``;
     default: the bundled prompt).
+    critic_regression, critic_value: critics trained with ``train_dpo.py --critic_head
+    regression|value`` (paper Table 3's regression head, Figure 3a's value function);
+    judge: a model that judges the candidates pairwise (Figure 3a's LLM-as-a-Judge; the paper
+    uses the agent's base model). Each given one is one more curve.
     """
     arguments = dict(locals())
-    from sweet_rl.agents.critic_pick import CriticPickAgent
+    from sweet_rl.agents.critic_pick import CriticPickAgent, reference_lookup
     from sweet_rl.data.tasks import load_tasks
+    from sweet_rl.factory import build_judge
     from sweet_rl.io import write_sidecar
 
     ns = parse_ns(ns)
     rows = load_tasks(tasks, num_tasks)
-    truths = {task.problem_description: task.ground_truth for task in rows}
-
-    def truth_of(messages):  # the task a dialogue belongs to: its first user message
-        first = next(m["content"] for m in messages if m.get("role") == "user")
-        return truths[first]
-
-    # random first: at N=1 its single sample is every chooser's pick
-    choosers = {"random": ("random", None, True), "sweet critic": ("sweet", critic, True),
-                "critic w/o training-time info": ("no_gt", critic_no_gt, False)}
+    truth_of = reference_lookup(rows)
+    # name -> (file slug, critic type, model, with the reference); random first: at N=1 its
+    # single sample is every chooser's pick
+    choosers = {"random": ("random", "random", None, True),
+                "sweet critic": ("sweet", "logprob", critic, True),
+                "critic w/o training-time info": ("no_gt", "logprob", critic_no_gt, False),
+                "regression head": ("regression", "regression", critic_regression, True),
+                "value function": ("value", "value", critic_value, True),
+                "LLM-as-a-Judge": ("judge", "judge", judge, True)}
     choosers = {name: spec for name, spec in choosers.items()
-                if name == "random" or spec[1] is not None}
+                if name == "random" or spec[2] is not None}
     folder = os.path.join(output_dir, "best_of_n")
     os.makedirs(folder, exist_ok=True)
     curve: Dict[str, Dict[int, float]] = {name: {} for name in choosers}
     for n in ns:
-        for name, (slug, model, use_truth) in choosers.items():
+        for name, (slug, kind, model, use_truth) in choosers.items():
             if n == 1 and name != "random":
                 curve[name][1] = curve["random"][1]
                 continue
-            agent = CriticPickAgent(agent_model, n, truth_of, critic_model=model,
-                                    use_ground_truth=use_truth, temperature=temperature,
-                                    max_new_tokens=max_new_tokens, device=device,
-                                    score_tokens=score_tokens)
+            picker = None if model is None else build_judge(
+                kind, model, use_ground_truth=use_truth, score_tokens=score_tokens,
+                device=device)
+            agent = CriticPickAgent(agent_model, n, truth_of, judge=picker,
+                                    temperature=temperature, max_new_tokens=max_new_tokens,
+                                    device=device)
             try:
                 curve[name][n] = play(agent, rows, os.path.join(folder, f"{slug}_n{n}.jsonl"),
                                       seed, max_steps, rollouts, agent_prompt_path)

@@ -46,8 +46,10 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
          batch_size: int = 16, no_prompt_cache: bool = False, chunk_size: int = 32,
          device: Optional[str] = None, dtype: str = "auto",
          seed: int = 0, to_continue: bool = False, overwrite: bool = False,
-         num_shards: int = 1, shard_index: int = 0):
-    """Score each candidate with the critic: judge_result = critic log-prob - reference log-prob.
+         num_shards: int = 1, shard_index: int = 0, critic_type: str = "logprob",
+         judge_base_url: Optional[str] = None, api_key: Optional[str] = None):
+    """Score each candidate with the critic: judge_result = critic log-prob - reference log-prob
+    (``--critic_type logprob``, SWEET-RL's), or the score of another step critic.
 
     Example (tiny model as the critic, on the CPU):
         python scripts/rank_best_of_n.py --model_id outputs/tiny-llama \\
@@ -73,6 +75,14 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
             reusing the turn's prompt KV cache (slower; same numbers up to rounding).
         device, dtype: hf model placement. seed: vLLM engine seed.
         to_continue: resume a killed run; overwrite: replace an existing output.
+        critic_type: ``logprob`` (SWEET-RL), ``regression`` or ``value`` (a critic trained with
+            ``train_dpo.py --critic_head regression|value``: the head's score of context +
+            candidate), ``judge`` (LLM-as-a-Judge: ``--model_id`` compares the candidates
+            two at a time given the reference and the dialogue, in process or at
+            ``--judge_base_url``, an OpenAI-compatible server serving ``--model_id``), or
+            ``random``. Every type writes ``judge_result`` (higher = better), so the pair
+            stage and the agent DPO are unchanged (sweet_rl/stepwise/judges.py).
+        judge_base_url, api_key: the judge's server and key (key: OPENAI_API_KEY if unset).
         num_shards, shard_index: score only block ``shard_index`` (0-based) of ``num_shards``
             contiguous blocks of the input records; join the shard files with
             scripts/merge_shards.py.
@@ -80,16 +90,22 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
     arguments = dict(locals())
     from tqdm import tqdm
 
-    from sweet_rl.factory import resolve_model
+    import os
+
+    from sweet_rl.factory import build_judge, resolve_model
     from sweet_rl.io import append_jsonl, read_jsonl, write_sidecar
-    from sweet_rl.stepwise.ranking import build_scorer, critic_items, judge_results, ranked
+    from sweet_rl.stepwise.judges import CRITIC_TYPES
+    from sweet_rl.stepwise.ranking import ranked
     from sweet_rl.stepwise.resume import records_done
     from sweet_rl.stepwise.spans import check_mode
     from sweet_rl.sharding import check_shard_flags, shard_facts
 
     if not input_path or not output_path:
         raise ValueError("--input_path and --output_path are required")
-    if not model_id:  # never rank with a random tiny critic by accident
+    arguments.pop("api_key", None)  # never write secrets into the sidecar
+    if critic_type not in CRITIC_TYPES:
+        raise ValueError(f"--critic_type must be one of {CRITIC_TYPES}, got {critic_type!r}")
+    if not model_id and critic_type != "random":  # never rank with a random tiny critic by accident
         raise ValueError("--model_id is required: the trained critic (path or hub id; "
                          "tiny for the embedded tiny model)")
     check_mode(score_tokens)
@@ -103,19 +119,22 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
     done = records_done(output_path, [_identity(s.to_dict()) for s in samples], _identity,
                         to_continue, overwrite)
     started = time.time()
-    scorer = None
+    judge = None
     if done < len(samples):
-        scorer = build_scorer(backend, resolve_model(model_id), device, dtype, batch_size,
-                              not no_prompt_cache, seed)
+        model = model_id if judge_base_url or critic_type == "random" else resolve_model(model_id)
+        judge = build_judge(critic_type, model, use_ground_truth=not no_use_ground_truth,
+                            score_tokens=score_tokens, use_sum=use_sum, backend=backend,
+                            device=device, dtype=dtype, batch_size=batch_size,
+                            prompt_cache=not no_prompt_cache, seed=seed,
+                            judge_base_url=judge_base_url,
+                            api_key=api_key or os.environ.get("OPENAI_API_KEY", "EMPTY"))
     scored = 0
     step = max(1, int(chunk_size))
     with tqdm(total=len(samples), initial=done, desc="turns", unit="turn") as bar:
         for start in range(done, len(samples), step):
             chunk = samples[start:start + step]
-            items = critic_items(scorer.tokenizer, chunk, not no_use_ground_truth, score_tokens)
-            scores = scorer.score_many(items)  # vLLM: one engine call for the whole chunk
-            append_jsonl(output_path, [ranked(s, judge_results(c, s, use_sum))
-                                       for s, c in zip(chunk, scores)])
+            judged = judge.judge(chunk)  # vLLM: one engine call for the whole chunk
+            append_jsonl(output_path, [ranked(s, j) for s, j in zip(chunk, judged)])
             scored += sum(len(s.additional_outputs) for s in chunk)
             bar.update(len(chunk))
     if not samples:

@@ -55,7 +55,10 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
          browser: str = "chromium", max_image_side: Optional[int] = None,
          page_placeholder: bool = False, stop_on_rejected_request: bool = False,
          rollout: str = "pipelined", simulator_concurrency: int = 64, resample_leaks: int = 0,
-         num_shards: int = 1, shard_index: int = 0):
+         num_shards: int = 1, shard_index: int = 0, pick_n: int = 1,
+         pick_critic: Optional[str] = None, pick_critic_type: str = "logprob",
+         pick_score_tokens: str = "original", pick_without_ground_truth: bool = False,
+         pick_judge_base_url: Optional[str] = None):
     """Simulate ColBench dialogues and write one trajectory per line to ``output_path``.
 
     Example (embedded tiny models on the CPU, bundled sample tasks):
@@ -114,6 +117,16 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
             original). Every row records its leaking replies either way (``leak_turns``).
         num_shards, shard_index: run only shard I of N (a contiguous block of rows; join the
             shard files with scripts/merge_shards.py).
+        pick_n: Best-of-N evaluation (paper Figure 3a; backend, hf agent): at every turn the
+            agent samples this many replies and a step critic picks the one played. Each
+            assistant turn of the rows keeps ``candidates``, ``candidate_scores`` and
+            ``picked``. 1 (default): off.
+        pick_critic, pick_critic_type: the critic that picks (a checkpoint; for ``judge`` the
+            judging model, or its served name with --pick_judge_base_url) and its type:
+            ``logprob`` (SWEET-RL's critic), ``regression``, ``value``, ``judge`` or
+            ``random`` (no critic), as rank_best_of_n.py --critic_type.
+        pick_score_tokens, pick_without_ground_truth: as rank_best_of_n.py's --score_tokens
+            and --no_use_ground_truth.
         train: accepted for the original's commands; it had no effect there either.
         temp_path: the original's screenshot folder: html: used as --screenshot_dir when
             that is not given; code: not used.
@@ -127,7 +140,7 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
     from tqdm import tqdm
 
     from sweet_rl.environments import make_env
-    from sweet_rl.factory import build_agent, build_simulator, resolve_model
+    from sweet_rl.factory import build_agent, build_pick_agent, build_simulator, resolve_model
     from sweet_rl.data.tasks import load_tasks
     from sweet_rl.io import count_complete_lines, write_sidecar
     from sweet_rl.layout import lay_out
@@ -159,6 +172,10 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
                        "(as in the original), so these stay unfilled; the task description "
                        "reaches the agent as the first user message",
                        ", ".join("{%s}" % f for f in sorted(template_fields(agent_prompt))))
+    if int(pick_n) < 1:
+        raise ValueError(f"--pick_n must be at least 1, got {pick_n}")
+    if int(pick_n) > 1 and (agent_backend != "hf" or task_type != "code"):
+        raise ValueError("--pick_n (Best-of-N) needs --agent_backend hf and --task_type code")
     if rollout not in ("pipelined", "lockstep"):
         raise ValueError(f"--rollout must be 'pipelined' or 'lockstep', got {rollout!r}")
     if int(simulator_concurrency) < 1 or int(batch_size) < 1:
@@ -205,10 +222,18 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
                               page_placeholder=page_placeholder)
         if todo:
             agent_path = agent_model if agent_backend == "openai" else resolve_model(agent_model)
-            agent = build_agent(agent_backend, agent_path, temperature=temperature,
-                                max_new_tokens=max_new_tokens, device=device,
-                                batch_size=generation_batch_size, base_url=agent_base_url,
-                                api_key=api_key, tokenizer=agent_tokenizer, seed=seed)
+            if int(pick_n) > 1:
+                agent = build_pick_agent(
+                    agent_path, int(pick_n), tasks, pick_critic, pick_critic_type,
+                    temperature=temperature, max_new_tokens=max_new_tokens, device=device,
+                    batch_size=generation_batch_size, score_tokens=pick_score_tokens,
+                    use_ground_truth=not pick_without_ground_truth,
+                    judge_base_url=pick_judge_base_url, api_key=api_key or "EMPTY", seed=seed)
+            else:
+                agent = build_agent(agent_backend, agent_path, temperature=temperature,
+                                    max_new_tokens=max_new_tokens, device=device,
+                                    batch_size=generation_batch_size, base_url=agent_base_url,
+                                    api_key=api_key, tokenizer=agent_tokenizer, seed=seed)
             simulator = build_simulator(hostname, port, env_model,
                                         max_tokens=simulator_max_tokens, device=device,
                                         batch_size=generation_batch_size, api_key=api_key,

@@ -1,7 +1,9 @@
-"""Stage: preference training -- the SWEET-RL critic, the agent's DPO, the multi-turn DPO baseline.
+"""Stage: preference training -- the SWEET-RL critic, the agent's DPO, the multi-turn DPO baseline,
+and the scalar-head critics the paper compares the SWEET-RL critic with (``--critic_head``).
 
 Defaults come from ``--config`` (``configs/*.json``) and flags given here override them.
-The logic is in :func:`sweet_rl.training.run.train_preference`; torch loads inside ``main``.
+The logic is in :func:`sweet_rl.training.run.train_preference` (and ``train_scalar_critic``
+for a scalar head); torch loads inside ``main``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
          eval_steps: Optional[int] = None, eval_holdout: Optional[float] = None,
          use_wandb: Optional[str] = None,
          wandb_run_name: Optional[str] = None, ref_in_memory: Optional[bool] = None,
-         config: Optional[str] = None, local_rank: int = -1):
+         critic_head: Optional[str] = None, config: Optional[str] = None, local_rank: int = -1):
     """Train a causal LM with DPO / Bradley-Terry on chosen/rejected pairs.
 
     Example (the SWEET-RL critic on backend pairs, 8 GPUs):
@@ -42,6 +44,16 @@ def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
     Example (tiny model, one CPU):
         python scripts/train_dpo.py --pretrain outputs/tiny-llama --dataset pairs.jsonl \\
             --save_path outputs/dpo --learning_rate 1e-3 --train_batch_size 2 --max_len 512
+
+    Example (the paper's "w/ Regression Head" critic: the same critic pairs, a scalar head):
+        deepspeed --num_gpus 8 scripts/train_dpo.py --config configs/critic_backend.json \\
+            --critic_head regression --pretrain meta-llama/Llama-3.1-8B-Instruct \\
+            --dataset outputs/critic_pairs.jsonl --save_path outputs/critic_regression
+
+    Example (the paper's "w/ Value Function" critic: evaluated trajectories, not pairs):
+        deepspeed --num_gpus 8 scripts/train_dpo.py --config configs/critic_backend.json \\
+            --critic_head value --pretrain meta-llama/Llama-3.1-8B-Instruct \\
+            --dataset outputs/trajectories_evaluated.jsonl --save_path outputs/critic_value
 
     Args (unset ones come from --config, then these defaults):
         pretrain: model to train (path or hub id). ref_pretrain: a different reference model
@@ -71,6 +83,16 @@ def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
             original's openrlhf fork kept its first 3% as an evaluation split (0: train on all).
         eval_steps: accepted for the original's commands; the held-out share is not evaluated.
         ref_in_memory: keep a frozen reference model through training instead (comparison).
+        critic_head: "logprob" (default): the model above, a causal LM scored by its
+            log-probs. "regression": a linear head (hidden -> 1) on the mean of the agent's
+            last hidden states, trained with -log sigmoid(r_chosen - r_rejected) on the same
+            pairs. "value": the same head predicting success (reward >= 1.0) with a binary
+            cross-entropy; --dataset is then an evaluated trajectory file and every assistant
+            turn is one row: ground-truth prefix + its input + output. A head's weights are
+            saved with the backbone (score_head.*) plus critic_head.json; load them with
+            sweet_rl.training.heads.load_scalar_critic. No reference model, beta or log-prob
+            reduction applies to a head; --ref_pretrain, --ref_in_memory and
+            --nll_loss_coef are refused with one.
         config: JSON file of defaults, e.g. configs/critic_backend.json.
         local_rank: set by the deepspeed launcher.
     """
@@ -80,6 +102,9 @@ def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
 
     # checked here, before any work: a bad value or a missing wandb stops the run at once
     options = build_options(PreferenceOptions, explicit, config, "train_dpo", local_rank)
-    from sweet_rl.training.run import train_preference
+    from sweet_rl.training.run import train_preference, train_scalar_critic
 
-    train_preference(options)
+    if options.critic_head == "logprob":
+        train_preference(options)
+    else:
+        train_scalar_critic(options)

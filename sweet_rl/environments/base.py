@@ -122,14 +122,16 @@ class CollaborationEnv:
         return ([{"role": "system", "content": self.agent_prompt}]
                 + [turn.chat_message() for turn in self.history])
 
-    def record_agent_turn(self, prompt: str, raw_output: str) -> bool:
-        """Store the agent's turn; returns True when the dialogue is over."""
+    def record_agent_turn(self, prompt: str, raw_output: str,
+                          extra: Optional[Dict[str, object]] = None) -> bool:
+        """Store the agent's turn (``extra``: keys kept with it, e.g. Best-of-N's candidates);
+        returns True when the dialogue is over."""
         if self.done:
             raise RuntimeError("dialogue already finished")
         self.steps += 1
         parsed = parse_agent_output(raw_output)
         self.history.append(Turn(role="assistant", content=parsed.message,
-                                 input=prompt, output=parsed.raw_output))
+                                 input=prompt, output=parsed.raw_output, extra=dict(extra or {})))
         self.on_agent_turn(parsed)
         if dialogue_ends(parsed, self.steps, self.max_steps):
             self.done = True

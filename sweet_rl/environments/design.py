@@ -100,12 +100,12 @@ class DesignEnv(CollaborationEnv):
         self.error = f"reference page did not render: {self.reference_error}"
         self.done = True
 
-    def record_agent_turn(self, prompt: str, raw_output: str) -> bool:
+    def record_agent_turn(self, prompt: str, raw_output: str, extra=None) -> bool:
         if not self.prepared:
             self.prepare()
             if self.done:  # nothing to compare with: the turn is dropped
                 return True
-        return super().record_agent_turn(prompt, raw_output)
+        return super().record_agent_turn(prompt, raw_output, extra)
 
     def on_agent_turn(self, parsed: ParsedTurn) -> None:
         turn = self.history[-1]

@@ -17,6 +17,9 @@
   separately and subtracting equals reducing the per-token log-ratio.
 * NLL on the chosen responses (OpenRLHF's ``nll_loss_coef``): mean over chosen sequences of
   their token-mean negative log-likelihood.
+* Scalar-head critics (:mod:`sweet_rl.training.heads`): the Bradley-Terry loss on two scores
+  and the binary cross-entropy of a success logit (the paper's regression-head and
+  value-function ablations).
 """
 
 from __future__ import annotations
@@ -93,3 +96,27 @@ def nll_loss(token_logps: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
     token_logps, turn_ids: (N, L).
     """
     return -sequence_log_probs(token_logps, turn_ids, "mean").mean()
+
+
+def bradley_terry_loss(chosen: torch.Tensor, rejected: torch.Tensor) -> torch.Tensor:
+    """Per-pair Bradley-Terry loss of two scalar scores, chosen (B,) and rejected (B,) -> (B,).
+
+    Bradley-Terry models the chance that the chosen side wins as
+    ``P = exp(r_c) / (exp(r_c) + exp(r_r)) = sigmoid(r_c - r_r)``; the loss is its negative
+    log-likelihood, ``-log sigmoid(r_c - r_r) = log(1 + exp(-(r_c - r_r)))``. Only the margin
+    counts: log 2 when the scores are equal, towards 0 as the chosen side pulls ahead. It is
+    :func:`dpo_loss` with the rewards given directly instead of as beta-scaled log-ratios.
+    """
+    return -F.logsigmoid(chosen - rejected)  # (B,)
+
+
+def value_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Per-row binary cross-entropy of a success logit (B,) against a 0/1 label (B,) -> (B,).
+
+    With ``p = sigmoid(z)`` the predicted chance of success,
+    ``-(y log p + (1 - y) log(1 - p))``; since ``1 - sigmoid(z) = sigmoid(-z)`` this is
+    ``-log sigmoid(z)`` for a success and ``-log sigmoid(-z)`` for a failure, which
+    ``binary_cross_entropy_with_logits`` evaluates without forming ``p`` (no overflow).
+    """
+    return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype),
+                                              reduction="none")  # (B,)

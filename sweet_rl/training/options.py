@@ -89,6 +89,10 @@ _CONVERTERS = {"int": _integer, "float": _number, "bool": _boolean, "str": _text
                "Union[str, List[str]]": _reporters}
 
 
+# --critic_head: the log-prob critic (SWEET-RL) and the two scalar heads it is compared with
+CRITIC_HEADS = ("logprob", "regression", "value")
+
+
 def _unit_interval(flag: str, value: float) -> None:
     if not 0 <= value < 1:
         raise ValueError(f"--{flag} must be in [0, 1), got {value}")
@@ -171,6 +175,25 @@ class PreferenceOptions(TrainingOptions):
     rejected_key: str = "rejected"
     prompt_key: Optional[str] = "prompt"
     ref_in_memory: bool = False
+    # what the critic is: "logprob" (a causal LM, DPO on log-prob ratios), or a scalar head
+    # on the pooled backbone (sweet_rl.training.heads): "regression" (Bradley-Terry on the
+    # same pairs) or "value" (success from evaluated trajectories); the paper's ablations
+    critic_head: str = "logprob"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        head = (self.critic_head or "").strip().lower()
+        if head not in CRITIC_HEADS:
+            raise ValueError(f"--critic_head must be one of {', '.join(CRITIC_HEADS)}, "
+                             f"got {self.critic_head!r}")
+        object.__setattr__(self, "critic_head", head)
+        if head != "logprob":
+            # these only mean something for a language-model critic; silently ignoring one
+            # would train something other than what the command asked for
+            for flag in ("ref_pretrain", "ref_in_memory", "nll_loss_coef"):
+                if getattr(self, flag):
+                    raise ValueError(f"--{flag} needs --critic_head logprob: a {head} head "
+                                     "has no reference model and no language-model loss")
 
     @property
     def reduction(self) -> str:

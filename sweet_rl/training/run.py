@@ -1,13 +1,14 @@
 """Training entry points: checked options in, trained Hugging Face model directory out.
 
-:func:`train_preference` (critic, agent DPO, multi-turn DPO baseline) and :func:`train_sft`
-(rejection fine-tuning) share the set-up: read and tokenise the data before anything is
-written (bad input leaves ``save_path`` untouched), decide on DeepSpeed (only when
-``zero_stage > 0`` and a launcher started the process), derive gradient accumulation from
-``train_batch_size = micro_train_batch_size x world_size x accumulation``, train with the
-Trainer, save the final model with its tokenizer via ``trainer.save_model`` (which gathers
-ZeRO-3 shards into a full 16-bit state dict), and append per-step metrics to
-``<save_path>/metrics.jsonl``.
+:func:`train_preference` (critic, agent DPO, multi-turn DPO baseline),
+:func:`train_scalar_critic` (the paper's regression-head and value-function critics,
+``--critic_head``) and :func:`train_sft` (rejection fine-tuning) share the set-up: read and
+tokenise the data before anything is written (bad input leaves ``save_path`` untouched),
+decide on DeepSpeed (only when ``zero_stage > 0`` and a launcher started the process), derive
+gradient accumulation from ``train_batch_size = micro_train_batch_size x world_size x
+accumulation``, train with the Trainer, save the final model with its tokenizer via
+``trainer.save_model`` (which gathers ZeRO-3 shards into a full 16-bit state dict), and append
+per-step metrics to ``<save_path>/metrics.jsonl``.
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ def _finish(trainer, result, options: TrainingOptions, stage: str, tokens: int, 
                "world_size": trainer.args.world_size,
                "zero_stage": options.zero_stage if trainer.is_deepspeed_enabled else 0,
                "save_path": options.save_path}
+    if isinstance(options, PreferenceOptions):  # train_dpo: which critic this run trained
+        summary["critic_head"] = options.critic_head
     if trainer.is_world_process_zero():
         write_sidecar(
             os.path.join(options.save_path, "training"), dataclasses.asdict(options), stage
@@ -183,6 +186,47 @@ def train_preference(options: PreferenceOptions) -> Dict[str, Any]:
         nll_loss_coef=options.nll_loss_coef, ref_model=ref_model)
     result = trainer.train()
     tokens = sum(len(e["chosen"].input_ids) + len(e["rejected"].input_ids) for e in examples)
+    return _finish(trainer, result, options, "train_dpo", tokens, len(examples), start)
+
+
+def train_scalar_critic(options: PreferenceOptions) -> Dict[str, Any]:
+    """A scalar-head critic (``--critic_head regression`` or ``value``, see
+    :mod:`sweet_rl.training.heads`). No reference model: the score is the head's output."""
+    from sweet_rl.training.data import read_preference_pairs, tokenize_pairs
+    from sweet_rl.training.head_trainer import (ScalarHeadTrainer, ValueCollator,
+                                                load_for_training, read_value_rows,
+                                                tokenize_value_rows)
+    from sweet_rl.training.masks import PreferenceCollator
+    from sweet_rl.training.trainer import MetricsJsonlCallback
+
+    start = time.time()
+    kind = options.critic_head
+    if kind not in ("regression", "value"):
+        raise ValueError(f"--critic_head {kind}: train_scalar_critic trains the regression or "
+                         "value head (the log-prob critic is train_preference)")
+    setup = _setup(options)
+    options = setup.options
+    pad_id = setup.tokenizer.pad_token_id
+    if kind == "regression":  # the log-prob critic's pairs, read and cut the same way
+        pairs = read_preference_pairs(options.dataset, options.chosen_key,
+                                      options.rejected_key, options.prompt_key)
+        examples = tokenize_pairs(_held_out(pairs, options, "pairs"), setup.seq)
+        collator = PreferenceCollator(pad_id)
+        tokens = sum(len(e["chosen"].input_ids) + len(e["rejected"].input_ids)
+                     for e in examples)
+    else:  # one row per assistant turn; the hold-out keeps whole trajectories out
+        rows = _held_out(read_value_rows(options.dataset), options, "trajectories")
+        examples = tokenize_value_rows(rows, setup.seq)
+        collator = ValueCollator(pad_id)
+        tokens = sum(len(e["sequence"].input_ids) for e in examples)
+    args = setup.training_arguments()  # sets up distributed
+    model = load_for_training(options.pretrain, options, setup.use_deepspeed)
+    trainer = ScalarHeadTrainer(
+        model=model, args=args, train_dataset=examples, data_collator=collator,
+        processing_class=setup.tokenizer,
+        callbacks=[MetricsJsonlCallback(os.path.join(options.save_path, "metrics.jsonl"))],
+        kind=kind, max_len=options.max_len)
+    result = trainer.train()
     return _finish(trainer, result, options, "train_dpo", tokens, len(examples), start)
 
 

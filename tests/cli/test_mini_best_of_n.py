@@ -23,18 +23,22 @@ class _FixedCritic:
 
 def test_the_pick_is_the_best_judge_result_critic_minus_reference(monkeypatch):
     import sweet_rl.stepwise.ranking as ranking
+    from sweet_rl.stepwise.judges import LogProbJudge
 
     monkeypatch.setattr(ranking, "critic_items", lambda *args: [None])
     agent = CriticPickAgent.__new__(CriticPickAgent)
-    agent.n, agent.use_ground_truth, agent.score_tokens = 3, True, "original"
+    agent.n, agent.truth_of = 3, lambda messages: "truth"
     # critic means -1, -2, -1.5; reference scores (sum, count) -> means -3, -2.5, -1
-    agent.critic = _FixedCritic([(-2.0, 2), (-4.0, 2), (-3.0, 2)])
+    agent.judge = LogProbJudge(_FixedCritic([(-2.0, 2), (-4.0, 2), (-3.0, 2)]))
     reference = [(-6.0, 2), (-5.0, 2), (-2.0, 2)]
     # judge = critic - reference = 2, 0.5, -0.5: the first wins although the third is likeliest
-    assert agent.pick("prompt", "truth", ["a", "b", "c"], reference, seed=0) == 0
-    agent.critic = None  # random choice: seeded, within range, varies with the seed
-    picks = {agent.pick("prompt", "truth", ["a", "b", "c"], reference, seed=s) for s in range(20)}
-    assert picks <= {0, 1, 2} and len(picks) > 1
+    messages = [{"role": "user", "content": "req"}]
+    scores = agent.scores(messages, "prompt", ["a", "b", "c"], reference, seed=0)
+    assert scores == [2.0, 0.5, -0.5]
+    agent.judge = None  # random choice: seeded, within range, varies with the seed
+    picks = {agent.scores(messages, "prompt", ["a", "b", "c"], reference, seed=s).index(1.0)
+             for s in range(20)}
+    assert picks == {0, 1, 2}
 
 
 def test_curve_on_held_out_tasks_with_a_real_critic(tiny_model_dir, tmp_path):

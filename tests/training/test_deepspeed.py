@@ -8,6 +8,10 @@ JIT-compiles once (needs a C++ compiler; cached under ~/.cache/torch_extensions)
 `shared_memory_op` fixture builds it in this process first, so the launched run's time limit
 covers training only (the build took about 55 s on a fresh 2-core machine). The launcher passes
 --local_rank to the script. About 30 s here once the op is built.
+
+The second test trains the scalar regression head (--critic_head regression) the same way: the
+head is a new layer DeepSpeed partitions when it starts, so the check is that save_model
+gathers it with the backbone and that load_scalar_critic reads the result back.
 """
 
 import json
@@ -21,7 +25,7 @@ import pytest
 import torch
 
 from tests.conftest import REPO_ROOT
-from tests.training.helpers import single_turn_pairs
+from tests.training.helpers import critic_pairs, single_turn_pairs
 
 pytest.importorskip("deepspeed", reason="deepspeed is not installed (pip install deepspeed)")
 
@@ -85,9 +89,13 @@ def run_logged(command, log_path, timeout):
     return output
 
 
-@pytest.mark.skipif(not torch.cuda.is_available() and not can_build_cpu_ops(),
-                    reason="DeepSpeed's CPU backend JIT-compiles its shared-memory comm op: "
-                           "install a C++ compiler and Python's headers (Debian: g++ python3-dev)")
+needs_cpu_ops = pytest.mark.skipif(
+    not torch.cuda.is_available() and not can_build_cpu_ops(),
+    reason="DeepSpeed's CPU backend JIT-compiles its shared-memory comm op: "
+           "install a C++ compiler and Python's headers (Debian: g++ python3-dev)")
+
+
+@needs_cpu_ops
 def test_zero3_on_cpu_matches_single_process_training(tiny_model_dir, tmp_path, shared_memory_op):
     from sweet_rl.cli.train_dpo import main
 
@@ -127,3 +135,54 @@ def test_zero3_on_cpu_matches_single_process_training(tiny_model_dir, tmp_path, 
 
     model = AutoModelForCausalLM.from_pretrained(ds_path)
     assert model.generate(torch.tensor([[0, 2]]), max_new_tokens=3, do_sample=False).shape[1] > 2
+
+
+@needs_cpu_ops
+def test_zero3_regression_head_saves_gathered_and_loads(tiny_model_dir, tmp_path,
+                                                        shared_memory_op):
+    from safetensors import safe_open
+
+    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.training.heads import load_scalar_critic
+
+    pairs = critic_pairs(tmp_path / "pairs.jsonl")
+    flags = ["--pretrain", tiny_model_dir, "--dataset", pairs, "--critic_head", "regression",
+             "--learning_rate", "1e-3", "--max_epochs", "3", "--train_batch_size", "2",
+             "--micro_train_batch_size", "1", "--max_len", "256", "--lr_warmup_ratio", "0",
+             "--seed", "0"]
+    ds_path = str(tmp_path / "zero3")
+    command = launcher() + ["--num_gpus", "2", "--master_port", str(free_port()),
+                            "scripts/train_dpo.py", *flags, "--save_path", ds_path,
+                            "--zero_stage", "3", "--gradient_checkpointing"]
+    output = run_logged(command, tmp_path / "launcher.log", timeout=900)
+    assert "zero_stage=3" in output and "world_size=2" in output
+    assert "critic_head=regression" in output
+
+    with open(os.path.join(ds_path, "metrics.jsonl")) as handle:
+        metrics = [json.loads(line) for line in handle]
+    assert len(metrics) == 6 and metrics[-1]["accuracy"] == 1.0
+
+    plain_path = str(tmp_path / "plain")
+    main(pretrain=tiny_model_dir, dataset=pairs, save_path=plain_path, critic_head="regression",
+         learning_rate=1e-3, max_epochs=3, train_batch_size=2, micro_train_batch_size=1,
+         max_len=256, lr_warmup_ratio=0.0, seed=0)
+
+    # every tensor gathered whole (the head too), trained, and as the single-process run's
+    zero3, plain = weights(ds_path), weights(plain_path)
+    # the agent's checkpoint already names its backbone "model.*"; its lm_head is not loaded
+    initial = {k: v for k, v in weights(tiny_model_dir).items() if not k.startswith("lm_head.")}
+    assert zero3.keys() == plain.keys() == set(initial) | {"score_head.weight",
+                                                           "score_head.bias"}
+    with safe_open(os.path.join(ds_path, "model.safetensors"), framework="pt") as handle:
+        assert handle.get_slice("score_head.weight").get_shape() == [1, 64]
+    for name, tensor in zero3.items():
+        assert tensor.shape == plain[name].shape, f"{name} saved as a shard: {tensor.shape}"
+        if name in initial:
+            assert not torch.equal(tensor, initial[name]), f"{name} did not change"
+        assert torch.allclose(tensor, plain[name], atol=1e-4), f"{name} differs from plain"
+
+    critic, reference = load_scalar_critic(ds_path, "cpu"), load_scalar_critic(plain_path, "cpu")
+    with open(pairs) as handle:
+        texts = [side for line in handle for side in json.loads(line).values()]
+    assert critic.kind == "regression"
+    assert critic.score(texts) == pytest.approx(reference.score(texts), abs=1e-3)

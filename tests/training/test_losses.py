@@ -5,7 +5,8 @@ import math
 import pytest
 import torch
 
-from sweet_rl.training.losses import dpo_loss, nll_loss, sequence_log_probs, token_log_probs
+from sweet_rl.training.losses import (bradley_terry_loss, dpo_loss, nll_loss, sequence_log_probs,
+                                      token_log_probs, value_loss)
 
 
 def test_dpo_loss_by_hand():
@@ -106,3 +107,46 @@ def test_nll_is_the_mean_of_token_means():
     logps = torch.tensor([[-1.0, -3.0], [-4.0, -2.0]])
     turns = torch.tensor([[1, 1], [1, 0]])
     assert nll_loss(logps, turns).item() == pytest.approx(3.0)
+
+
+def test_bradley_terry_loss_by_hand():
+    """loss = -log sigmoid(r_c - r_r) = log(1 + e^-(r_c - r_r)), per pair.
+
+    pair 1: r_c = 0.5, r_r = 0.5   -> margin 0  -> log 2                   = 0.6931471806
+    pair 2: r_c = 1.5, r_r = -0.5  -> margin 2  -> log(1 + e^-2)
+                                                 = log(1.1353352832)    = 0.1269280110
+    pair 3: r_c = -1,  r_r = 0     -> margin -1 -> log(1 + e^1)
+                                                 = log(3.7182818285)    = 1.3132616875
+    Gradient on pair 1's chosen score: d/d r_c log(1 + e^-(r_c - r_r)) = -sigmoid(-0) = -0.5,
+    and +0.5 on its rejected score.
+    """
+    chosen = torch.tensor([0.5, 1.5, -1.0], requires_grad=True)
+    rejected = torch.tensor([0.5, -0.5, 0.0], requires_grad=True)
+    losses = bradley_terry_loss(chosen, rejected)
+    assert losses.shape == (3,)
+    assert losses.tolist() == pytest.approx([0.6931471806, 0.1269280110, 1.3132616875], abs=1e-6)
+    losses[0].backward()
+    assert chosen.grad.tolist() == pytest.approx([-0.5, 0.0, 0.0])
+    assert rejected.grad.tolist() == pytest.approx([0.5, 0.0, 0.0])
+
+
+def test_value_loss_by_hand():
+    """Binary cross-entropy of a success logit z against the label y, per row:
+    -log sigmoid(z) when y = 1, -log sigmoid(-z) = log(1 + e^z) when y = 0.
+
+    z = 0,  y = 1 -> log 2                        = 0.6931471806
+    z = 2,  y = 1 -> log(1 + e^-2)                 = 0.1269280110
+    z = 2,  y = 0 -> log(1 + e^2) = log(8.3890561) = 2.1269280110 (confidently wrong)
+    z = -3, y = 0 -> log(1 + e^-3)                 = 0.0485873516
+    Gradient: d/dz = sigmoid(z) - y; for z = 2, y = 0 it is sigmoid(2) = 0.8807970780.
+    """
+    logits = torch.tensor([0.0, 2.0, 2.0, -3.0], requires_grad=True)
+    labels = torch.tensor([1.0, 1.0, 0.0, 0.0])
+    losses = value_loss(logits, labels)
+    assert losses.shape == (4,)
+    assert losses.tolist() == pytest.approx(
+        [0.6931471806, 0.1269280110, 2.1269280110, 0.0485873516], abs=1e-6)
+    losses[2].backward()
+    assert logits.grad.tolist() == pytest.approx([0.0, 0.0, 0.8807970780, 0.0], abs=1e-6)
+    # labels of another dtype (the collator's float32 against a bf16 score) are cast, not refused
+    assert value_loss(torch.tensor([0.0]), torch.tensor([1])).item() == pytest.approx(0.6931472)

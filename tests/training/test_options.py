@@ -16,7 +16,7 @@ def test_the_defaults_are_the_dataclass_defaults():
     assert cfg.DPO_DEFAULTS == PreferenceOptions.flag_defaults()
     assert set(cfg.DPO_DEFAULTS) == set(cfg.COMMON_DEFAULTS) | {
         "ref_pretrain", "beta", "mean_log_prob", "per_turn_mean", "nll_loss_coef", "chosen_key",
-        "rejected_key", "prompt_key", "ref_in_memory"}
+        "rejected_key", "prompt_key", "ref_in_memory", "critic_head"}
     assert set(cfg.SFT_DEFAULTS) == set(cfg.COMMON_DEFAULTS) | {"min_reward"}
     assert "local_rank" not in cfg.DPO_DEFAULTS  # a config file may not set it
     assert SFTOptions().response_template == "<|start_header_id|>assistant<|end_header_id|>"
@@ -65,6 +65,22 @@ def test_a_bad_value_names_its_flag(values, message):
     with pytest.raises(ValueError) as err:
         PreferenceOptions(**values)
     assert str(err.value) == message
+
+
+def test_critic_head_is_checked_and_named():
+    """logprob (today's critic) by default; a head name in any case; an unknown name, or a
+    log-prob-only flag with a head, stops with the flag's name."""
+    assert PreferenceOptions().critic_head == "logprob"
+    assert PreferenceOptions(critic_head=" Regression ").critic_head == "regression"
+    assert PreferenceOptions(critic_head="value", mean_log_prob=True).critic_head == "value"
+    with pytest.raises(ValueError) as err:
+        PreferenceOptions(critic_head="linear")
+    assert str(err.value) == ("--critic_head must be one of logprob, regression, value, "
+                              "got 'linear'")
+    for flag, value in (("nll_loss_coef", 0.01), ("ref_pretrain", "other"),
+                        ("ref_in_memory", True)):
+        with pytest.raises(ValueError, match=f"--{flag} needs --critic_head logprob"):
+            PreferenceOptions(critic_head="regression", **{flag: value})
 
 
 def test_the_command_line_stops_on_a_bad_value_before_any_work(tmp_path):
