@@ -12,6 +12,7 @@
 #   bash scripts/build_mini_agent.sh                  # writes outputs/mini (agent: agent/)
 #   OUT=/tmp/mini TRAIN_TASKS=40 EPOCHS=1 MEASURE=0 bash scripts/build_mini_agent.sh
 set -euo pipefail
+source "$(dirname "$0")/help.sh" "$@"  # -h / --help: the header above and the knobs, then exit
 cd "$(dirname "$0")/.."
 OUT=${OUT:-outputs/mini}
 PYTHON=${PYTHON:-python}

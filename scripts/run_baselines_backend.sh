@@ -5,6 +5,7 @@
 #   DATA_PATH=data/colbench_code_offline_15k_llama8b.jsonl AGENT_MODEL=/models/Llama-3.1-8B-Instruct \
 #   SIM_HOST=sim-node SIM_MODEL=/models/Llama-3.1-70B-Instruct bash scripts/run_baselines_backend.sh
 set -euo pipefail
+source "$(dirname "$0")/help.sh" "$@"  # -h / --help: the header above and the knobs, then exit
 cd "$(dirname "$0")/.."
 
 DATA_PATH=${DATA_PATH:-hf://facebook/collaborative_agent_bench/colbench_code_offline_15k_llama8b.jsonl}

@@ -23,6 +23,7 @@
 #   PART="1 2 mini" bash scripts/run_demo.sh        # several parts
 #   PART=3 bash scripts/run_demo.sh     # frontend: simulate -> evaluate -> view, then SWEET-RL
 set -euo pipefail
+source "$(dirname "$0")/help.sh" "$@"  # -h / --help: the header above and the knobs, then exit
 cd "$(dirname "$0")/.."
 OUT=${OUT:-outputs/demo}
 PART=${PART:-mini}                     # mini, 1, 2, 3, or several ("1 2")
@@ -64,6 +65,9 @@ if wants 2; then
 --learning_rate 1e-4 --max_len 1024 --train_batch_size 2 --micro_train_batch_size 1 --max_epochs 1 \
 --report_to none" \
       bash scripts/run_sweet_backend.sh
+  python visualizers/visualize_dialogue_histories.py "$SWEET/evaluation.jsonl" \
+      "$SWEET/dialogues.html" > /dev/null
+  echo "part 2: the trained agent's final evaluation dialogues in $SWEET/dialogues.html"
 fi
 if wants 3; then
   HTML=$OUT/frontend
@@ -78,7 +82,7 @@ if wants 3; then
   python -m sweet_rl.cli.offline_demo "$HTML/sweet/offline.jsonl" --tokenizer "$TINY" --task_type html
   OUTPUT_DIR=$HTML/sweet CHECKPOINT_DIR=$HTML/sweet/checkpoints AGENT_MODEL=$TINY BACKEND=hf K=3 \
   NUM_SAMPLES=${NUM_SAMPLES:-4} DATA_FRACTION=1.0 TEST_TASKS=$FRONTEND_TASKS NUM_TEST_TASKS=3 \
-  LAUNCH=python CLIP_ARGS="--clip_pretrained none" \
+  LAUNCH=python CLIP_ARGS="--clip_pretrained none" VLM_CRITIC_MODEL=tiny \
   SIM_FLAGS="--simulator_max_tokens 32 --max_steps ${HTML_STEPS:-3}" \
   EXTRA_SIM_ARGS="--max_new_tokens ${SAMPLE_TOKENS:-16}" \
   EXTRA_TRAIN_ARGS="--zero_stage 0 --bf16 False --gradient_checkpointing False --flash_attn False \

@@ -17,6 +17,7 @@
 #   bash scripts/run_mini_quick.sh                              # outputs/mini_quick, 3 seeds
 #   SEEDS=0 METHODS=sweet BON_NS=8 bash scripts/run_mini_quick.sh   # the learning test's run
 set -euo pipefail
+source "$(dirname "$0")/help.sh" "$@"  # -h / --help: the header above and the knobs, then exit
 cd "$(dirname "$0")/.."
 export OUT=${OUT:-outputs/mini_quick}
 export FAMILIES=${FAMILIES:-late_fee}

@@ -27,6 +27,7 @@
 #     the per-turn agent DPO AGENT_EPOCHS (1, as the paper), RFT SFT_EPOCHS;
 #   - every agent is evaluated EVAL_ROLLOUTS times per held-out task at temperature 1.0.
 set -euo pipefail
+source "$(dirname "$0")/help.sh" "$@"  # -h / --help: the header above and the knobs, then exit
 cd "$(dirname "$0")/.."
 OUT=${OUT:-outputs/mini_repro}
 PYTHON=${PYTHON:-python}

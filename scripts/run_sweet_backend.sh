@@ -7,6 +7,7 @@
 # Every stage reads the previous stage's file; hyperparameters come from configs/*.json.
 # Set LAUNCH="python" and EXTRA_TRAIN_ARGS="--zero_stage 0" to train without DeepSpeed, e.g. on one CPU/GPU.
 set -euo pipefail
+source "$(dirname "$0")/help.sh" "$@"  # -h / --help: the header above and the knobs, then exit
 cd "$(dirname "$0")/.."
 
 DATA_PATH=${DATA_PATH:-hf://facebook/collaborative_agent_bench/colbench_code_offline_15k_llama8b.jsonl}

@@ -7,11 +7,15 @@
 #
 # Tasks come from scripts/prepare_frontend_tasks.py (+ scripts/filter_websites.py). The offline
 # data is simulated here (K rollouts per training task) unless OFFLINE already exists. The
-# critic is a text model (the agent's checkpoint) that reads the dialogue and the reference
-# HTML; the paper's frontend critic is a vision-language model (see docs/reproducing.md).
+# critic is the paper's: a vision-language model (VLM_CRITIC_MODEL) with a regression head
+# that sees the rendered reference page with the dialogue, trained with Bradley-Terry on the
+# trajectory pairs and scoring every candidate with its task's reference screenshot.
+# CRITIC_KIND=text trains our text option instead: a log-prob critic from the agent's
+# checkpoint that reads the reference HTML (docs/differences.md).
 # Every stage reads the previous stage's file; hyperparameters come from configs/*.json.
 # Set LAUNCH="python" and EXTRA_TRAIN_ARGS="--zero_stage 0" to train without DeepSpeed.
 set -euo pipefail
+source "$(dirname "$0")/help.sh" "$@"  # -h / --help: the header above and the knobs, then exit
 cd "$(dirname "$0")/.."
 
 TRAIN_TASKS=${TRAIN_TASKS:-data/frontend_tasks/train.jsonl}
@@ -23,9 +27,27 @@ NUM_TRAIN_TASKS=${NUM_TRAIN_TASKS:-10000}
 NUM_TEST_TASKS=${NUM_TEST_TASKS:-500}
 REFERENCE_RUN=${REFERENCE_RUN:-}       # an evaluated run on the same test tasks (e.g. GPT-4o's): win rate
 CLIP_ARGS=${CLIP_ARGS:-}               # e.g. "--clip_pretrained none" offline (random CLIP: demo only)
+CRITIC_KIND=${CRITIC_KIND:-vlm}        # vlm: the paper's vision-language critic; text: our text log-prob critic
+VLM_CRITIC_MODEL=${VLM_CRITIC_MODEL:-Qwen/Qwen2-VL-7B-Instruct}  # the vlm critic's start (tiny: a CPU toy)
 source scripts/sweet_stages.sh
 sweet_rl_defaults  # the knobs both recipes share (GPUs, backend, K, samples, extra args…)
 sweet_rl_paths
+
+case "$CRITIC_KIND" in
+  vlm)
+    if [ "$VLM_CRITIC_MODEL" = tiny ]; then  # the embedded tiny Qwen2-VL, built once
+      VLM_CRITIC_MODEL=$(python -c \
+          "from sweet_rl.tiny_vlm import ensure_tiny_vlm; print(ensure_tiny_vlm())" | tail -n 1)
+    fi
+    PAIR_FLAG=--vlm_preference_path  # each side: the reference screenshot and the dialogue
+    # stage 2 (sweet_stages.sh) names the agent as --pretrain; this later --pretrain wins
+    CRITIC_ARGS="--critic_head vlm_regression --pretrain $VLM_CRITIC_MODEL $CRITIC_ARGS"
+    # the rank stage looks each turn's reference screenshot up in the evaluated offline data
+    RANK_ARGS="--critic_type vlm_regression --screenshots_from $OFFLINE $RANK_ARGS"
+    ;;
+  text) PAIR_FLAG=--ground_truth_preference_path ;;
+  *) echo "CRITIC_KIND must be vlm or text, got '$CRITIC_KIND'" >&2; exit 2 ;;
+esac
 
 echo "== 0. offline dialogues, $K per training task -> $OFFLINE"
 if [ ! -f "$OFFLINE" ] || [ -f "$OFFLINE.partial" ]; then
@@ -37,9 +59,8 @@ if [ ! -f "$OFFLINE" ] || [ -f "$OFFLINE.partial" ]; then
   rm -f "$OFFLINE.partial"
 fi
 
-echo "== 1. CLIP rewards and trajectory pairs with the reference page -> $CRITIC_PAIRS"
-python scripts/evaluate_html.py "$OFFLINE" --k "$K" --ground_truth_preference_path "$CRITIC_PAIRS" \
-    $CLIP_ARGS
+echo "== 1. CLIP rewards and trajectory pairs with the reference page ($CRITIC_KIND critic) -> $CRITIC_PAIRS"
+python scripts/evaluate_html.py "$OFFLINE" --k "$K" "$PAIR_FLAG" "$CRITIC_PAIRS" $CLIP_ARGS
 
 sweet_rl_stages configs/critic_frontend.json configs/agent_dpo_frontend.json
 

@@ -114,19 +114,30 @@ def build_simulator(hostname: Union[None, str, Sequence[str]], port: int,
                           batch_size=batch_size)
 
 
+# where the vlm_regression judge finds the reference screenshots when build_judge is not told
+
+
 def build_judge(critic_type: str, model_id: Optional[str] = None, *, use_ground_truth=True,
                 score_tokens="original", use_sum=False, backend="hf", device=None,
                 dtype="auto", batch_size=16, prompt_cache=True, seed=0,
-                judge_base_url: Optional[str] = None, api_key: str = "EMPTY"):
+                judge_base_url: Optional[str] = None, api_key: str = "EMPTY",
+                screenshots_from: Union[None, str, Sequence[str]] = None):
     """The step critic of ``critic_type`` (:mod:`sweet_rl.stepwise.judges`), its model loaded:
     for the rank stage's ``--critic_type`` and Best-of-N's picks. It is built here, not in
-    ``stepwise/``, because the head critics load through ``sweet_rl.training.heads``."""
+    ``stepwise/``, because the head critics load through ``sweet_rl.training.heads``.
+
+    ``screenshots_from`` (``vlm_regression`` only): the evaluated frontend trajectory file(s)
+    whose ``reference_screenshot`` each record's turn is scored with, looked up by the
+    record's ``ground_truth`` (the rank stage's ``--screenshots_from``)."""
     from sweet_rl.stepwise.judges import CRITIC_TYPES, HeadJudge, PairwiseJudge, RandomJudge
 
     if critic_type not in CRITIC_TYPES:
         raise ValueError(f"--critic_type must be one of {CRITIC_TYPES}, got {critic_type!r}")
     if critic_type == "random":
         return RandomJudge(seed)
+    if critic_type == "vlm_regression":
+        return _vlm_judge(model_id, use_ground_truth, device, dtype, batch_size,
+                          screenshots_from)
     if critic_type == "logprob":
         from sweet_rl.stepwise.judges import LogProbJudge
         from sweet_rl.stepwise.ranking import build_scorer
@@ -154,7 +165,26 @@ def build_judge(critic_type: str, model_id: Optional[str] = None, *, use_ground_
     return PairwiseJudge(lambda batch: generator.generate([generator.format(m) for m in batch]))
 
 
-def build_pick_agent(agent_model: str, n: int, tasks: Sequence, critic: Optional[str],
+def _vlm_judge(model_id, use_ground_truth, device, dtype, batch_size, screenshots_from):
+    """The frontend's VLM critic with the reference screenshots of the records' tasks."""
+    from sweet_rl.stepwise.judges import ImageHeadJudge, ReferenceScreenshots
+    from sweet_rl.training.vlm_heads import load_vlm_critic
+
+    if not use_ground_truth:
+        raise ValueError("--critic_type vlm_regression always sees the reference page (its "
+                         "training-time information): --no_use_ground_truth does not apply")
+    sources = ([screenshots_from] if isinstance(screenshots_from, str)
+               else list(screenshots_from or []))
+    if not sources:
+        raise ValueError("--critic_type vlm_regression scores each turn with its task's "
+                         "reference screenshot: pass --screenshots_from, the evaluated "
+                         "trajectory file the step records were sampled from")
+    screenshots = ReferenceScreenshots(sources)  # read (and checked) before the model loads
+    return ImageHeadJudge(load_vlm_critic(model_id, device=device, dtype=dtype), screenshots,
+                          batch_size)
+
+
+def build_pick_agent(agent_model: str, n: int, rows: Sequence, critic: Optional[str],
                      critic_type: str = "logprob", *, temperature: float = 1.0,
                      max_new_tokens: int = 1024, device: Optional[str] = None,
                      batch_size: int = 16, use_ground_truth: bool = True,
@@ -162,8 +192,9 @@ def build_pick_agent(agent_model: str, n: int, tasks: Sequence, critic: Optional
                      api_key: str = "EMPTY", seed: int = 0) -> Agent:
     """simulate's Best-of-N mode (paper Figure 3a): the hf agent samples ``n`` replies per
     turn and the step critic ``critic`` of ``critic_type`` picks one (``random``, or no
-    critic: a uniform pick); see :class:`sweet_rl.agents.critic_pick.CriticPickAgent`."""
-    from sweet_rl.agents.critic_pick import CriticPickAgent, reference_lookup
+    critic: a uniform pick); see :class:`sweet_rl.agents.critic_pick.CriticPickAgent`.
+    ``rows``: the run's tasks in row order (a dialogue's key is its row)."""
+    from sweet_rl.agents.critic_pick import CriticPickAgent
 
     judge = None
     if critic_type != "random":
@@ -174,6 +205,6 @@ def build_pick_agent(agent_model: str, n: int, tasks: Sequence, critic: Optional
         judge = build_judge(critic_type, model, use_ground_truth=use_ground_truth,
                             score_tokens=score_tokens, device=device, batch_size=batch_size,
                             seed=seed, judge_base_url=judge_base_url, api_key=api_key)
-    return CriticPickAgent(agent_model, n, reference_lookup(tasks), judge=judge,
+    return CriticPickAgent(agent_model, n, lambda key: rows[key].ground_truth, judge=judge,
                            temperature=temperature, max_new_tokens=max_new_tokens,
                            device=device, batch_size=batch_size)

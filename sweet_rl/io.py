@@ -31,7 +31,9 @@ def iter_jsonl(path: str, parse: Optional[Callable[[Any], T]] = None) -> Iterato
             if not line.strip():
                 continue
             try:
-                data = json.loads(line)
+                # without its newline: a line cut short would otherwise be reported at
+                # "line 2, column 1" of itself (where json ran out of text), not where it broke
+                data = json.loads(line.rstrip("\r\n"))
             except json.JSONDecodeError as err:
                 raise RecordError(f"not valid JSON ({err.msg} at column {err.colno})",
                                   path=path, line=number) from None
@@ -190,3 +192,36 @@ def write_sidecar(output_path: str, arguments: Dict[str, Any], stage: str) -> st
     data["stages"][stage] = arguments
     write_json(sidecar, data)
     return sidecar
+
+
+@contextlib.contextmanager
+def staged_output(output_path: str, replace: bool):
+    """The path a stage writes its output (and sidecar) to.
+
+    Without ``replace``, or when there is nothing to replace, it is ``output_path`` itself.
+    When a stage replaces an existing output (``--overwrite``), it writes a staging file beside
+    it, ``<output>.new``, which takes the old file's place, with its sidecar, only when the
+    block ends without an error: a run that fails (a dead server, bad input, Ctrl-C) leaves the
+    old output and its ``.config.json`` exactly as they were, and removes what it staged.
+    """
+    if not (replace and os.path.exists(output_path)):
+        yield output_path
+        return
+    staging = output_path + ".new"
+    leftovers = [staging + suffix for suffix in ("", ".config.json", ".pending.jsonl")]
+    for path in leftovers:  # an earlier replacing run that was killed
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+    try:
+        yield staging
+    except BaseException:
+        for path in leftovers:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+        raise
+    os.replace(staging, output_path)
+    sidecar = output_path + ".config.json"
+    if os.path.exists(staging + ".config.json"):
+        os.replace(staging + ".config.json", sidecar)
+    elif os.path.exists(sidecar):  # it described the old file
+        os.remove(sidecar)

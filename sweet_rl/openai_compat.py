@@ -43,6 +43,10 @@ class EndpointUnavailable(RuntimeError):
     """
 
 
+class ModelNotServed(EndpointUnavailable):
+    """The server answers, but not for the model name asked for."""
+
+
 def base_url_from(hostname: str, port: Optional[int] = None) -> str:
     """``http://{hostname}:{port}/v1``; a ``hostname`` that already is a URL is kept as is."""
     hostname = hostname.strip()
@@ -116,12 +120,22 @@ class ChatClient:
 
         Any HTTP answer counts as reachable, even an error: `transformers serve` answers
         ``GET /v1/models`` with 500 when the Hugging Face cache folder does not exist, and
-        some servers have no ``/models`` at all. Only a refused API key is fatal here.
+        some servers have no ``/models`` at all. Fatal here: a refused API key, and a model
+        list that does not hold ``model`` (every request would be refused with HTTP 400
+        and each dialogue would end in an error): :class:`ModelNotServed` names the models
+        the server does serve.
         """
         import openai
 
         try:
-            self._client.with_options(timeout=timeout, max_retries=0).models.list()
+            listed = self._client.with_options(timeout=timeout, max_retries=0).models.list()
+            served = sorted(str(m.id) for m in getattr(listed, "data", None) or [])
+            if served and self.model not in served:
+                raise ModelNotServed(
+                    f"{self.base_url} does not serve a model named {self.model!r}; it serves: "
+                    f"{', '.join(served[:20])}{' ...' if len(served) > 20 else ''}. Pass one "
+                    "of these names (with `transformers serve MODEL`, the MODEL string as "
+                    "given there).")
         except openai.APIStatusError as err:
             if err.status_code in (401, 403):
                 raise EndpointUnavailable(

@@ -108,8 +108,9 @@ def run_pipelined(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Sim
     keys = list(keys) if keys is not None else list(range(len(envs)))
     events: "queue.Queue" = queue.Queue()
     agent_parallel = agent.parallel_requests
-    agent_server = _Server(lambda items: agent.generate([m for m, _ in items],
-                                                        seeds=[s for _, s in items]),
+    agent_server = _Server(lambda items: agent.generate([m for m, _, _ in items],
+                                                        seeds=[s for _, s, _ in items],
+                                                        keys=[k for _, _, k in items]),
                            events, "agent", threads=agent_concurrency if agent_parallel else 1,
                            batch=1 if agent_parallel else agent_batch)
     parallel = simulator.parallel_requests
@@ -129,7 +130,8 @@ def run_pipelined(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Sim
             recorder.submit(lambda: events.put((kind, index, _outcome(call))))
 
     def ask_agent(i: int) -> None:
-        agent_server.submit(i, (envs[i].agent_messages(), turn_seed(row_seeds[i], envs[i].steps)))
+        agent_server.submit(i, (envs[i].agent_messages(), turn_seed(row_seeds[i], envs[i].steps),
+                                keys[i]))
 
     def ask_simulator(i: int, reminder: bool = False) -> None:
         messages = envs[i].simulator_messages(reminder=True) if reminder \

@@ -59,7 +59,8 @@ def run_dialogues(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Sim
             progress.update(len(ended))
     while active:
         outputs = agent.generate([envs[i].agent_messages() for i in active],
-                                 seeds=[turn_seed(seeds[i], envs[i].steps) for i in active])
+                                 seeds=[turn_seed(seeds[i], envs[i].steps) for i in active],
+                                 keys=[keys[i] for i in active])
         if len(outputs) != len(active):
             raise RuntimeError(f"agent returned {len(outputs)} outputs for {len(active)} dialogues")
         run_calls([functools.partial(envs[i].record_agent_turn, out.prompt, out.output,

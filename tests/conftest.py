@@ -9,13 +9,25 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_COLBENCH = REPO_ROOT.parent / "shared" / "colbench"
+# Real ColBench task files (not in the repo): ../shared/colbench beside the checkout, or the
+# folder named by SWEET_RL_COLBENCH. Tests that need one skip, saying which, when it is missing.
+SHARED_COLBENCH = Path(os.environ.get("SWEET_RL_COLBENCH")
+                       or REPO_ROOT.parent / "shared" / "colbench")
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 # Tests never reach a model hub: everything they load is built locally.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def colbench_file(name: str) -> Path:
+    """The real ColBench file ``name`` (e.g. backend_test.jsonl), or skip the test, naming it."""
+    path = SHARED_COLBENCH / name
+    if not path.exists():
+        pytest.skip(f"{path} is missing: this test needs the real ColBench file {name} "
+                    "(../shared/colbench beside the checkout, or set SWEET_RL_COLBENCH)")
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -71,6 +83,8 @@ SLOW_TESTS = {
     "tests/fidelity/test_stepwise_sample.py::"
     "test_stepwise_sample_defaults_to_the_originals_agent_and_says_so",
     "tests/training/test_train_dpo.py::test_script_exits_2_on_bad_input_and_leaves_save_path_alone",
+    # the VLM critic under DeepSpeed's launcher, ZeRO-3 with two processes (about 35 s here)
+    "tests/training/test_deepspeed_vlm.py::test_zero3_vlm_head_saves_gathered_and_loads",
     "tests/grading/test_sandbox_values.py::test_large_and_deep_values_come_through_and_compare",
     "tests/cli/test_prepare_frontend.py::test_bad_source_via_cli_exits_nonzero_and_writes_nothing",
     "tests/cli/test_simulate_evaluate.py::test_killed_run_resumes_with_every_row_exactly_once",
@@ -81,6 +95,8 @@ SLOW_TESTS = {
     # build_mini_agent.sh's trainings until the copy check passes (two tiny builds)
     "tests/cli/test_mini_copy_check.py::test_the_build_trains_again_until_the_agent_copies",
     "tests/cli/test_mini_copy_check.py::test_a_bar_that_is_met_keeps_the_first_training",
+    # the README's local-server recipe: transformers serve and a 2-dialogue simulate
+    "tests/cli/test_newcomer_mistakes.py::test_the_readme_local_server_recipe_works_when_pasted",
     # the learning test: the quick miniature's warm start, SWEET-RL and Best-of-8
     "tests/test_mini_learning.py::test_sweet_rl_beats_zero_shot_and_its_critic_beats_random_choice",
 }

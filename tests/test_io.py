@@ -87,3 +87,13 @@ def _current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_a_line_cut_short_reports_the_column_where_it_broke(tmp_path):
+    # '{"task": 1, "answer"' stops after 20 characters: json expects a ':' at column 21, on
+    # this line (with the newline left in, json said "line 2 column 1" and we said column 1)
+    path = tmp_path / "cut.jsonl"
+    path.write_text('{"ok": 1}\n{"task": 1, "answer"\n', encoding="utf-8")
+    with pytest.raises(RecordError, match=r"cut.jsonl, line 2: not valid JSON \(Expecting ':' "
+                                          r"delimiter at column 21\)"):
+        read_jsonl(str(path))

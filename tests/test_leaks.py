@@ -2,7 +2,6 @@
 replies and resamples, and the counts written for a run."""
 
 import json
-import os
 
 import pytest
 
@@ -34,7 +33,6 @@ PASTED_LINE = "fee = max(0, days_late - GRACE) * FEE"
 SENTENCE = "The fee is 4 per day and the cap is 20."
 LONG_SIGNATURE = ("def apply_fixed_point_fir_filter(input_signal, coefficients, word_length, "
                   "fraction_length)")
-SHARED_ROOT = "/work/shared/colbench/backend_test.jsonl"
 
 
 # -- the rule ------------------------------------------------------------------------------
@@ -122,9 +120,9 @@ def test_generated_references_leak_when_pasted_not_when_told():
 
 
 def test_real_colbench_requests_sent_back_do_not_leak():
-    if not os.path.exists(SHARED_ROOT):
-        pytest.skip(f"needs the ColBench backend test file at {SHARED_ROOT}")
-    with open(SHARED_ROOT, encoding="utf-8") as handle:
+    from tests.conftest import colbench_file
+
+    with open(colbench_file("backend_test.jsonl"), encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle][:200]
     flagged = [i for i, r in enumerate(rows) if reply_leaks(
         r["problem_description"], r["ground_truth"], public=r["problem_description"])]

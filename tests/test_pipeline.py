@@ -29,7 +29,7 @@ class LengthAgent(Agent):
     def __init__(self):
         self.batches = []
 
-    def generate(self, conversations, seeds=None):
+    def generate(self, conversations, seeds=None, keys=None):
         self.batches.append(len(conversations))
         time.sleep(random.uniform(0, 0.01))
         outputs = []
@@ -90,10 +90,10 @@ def test_the_window_bounds_how_many_dialogues_are_open():
     started, ended, most = set(), [0], [0]
 
     class Watching(LengthAgent):
-        def generate(self, conversations, seeds=None):
+        def generate(self, conversations, seeds=None, keys=None):
             started.update(m[1]["content"] for m in conversations)
             most[0] = max(most[0], len(started) - ended[0])
-            return super().generate(conversations, seeds)
+            return super().generate(conversations, seeds, keys)
 
     def finish(i, trajectory):
         ended[0] += 1

@@ -36,7 +36,7 @@ def test_an_unreachable_agent_is_not_called_a_simulator():
 
 
 class _Agent:
-    def generate(self, conversations, seeds=None):
+    def generate(self, conversations, seeds=None, keys=None):
         return [AgentOutput(prompt="p", output="OUTPUT: I WANT TO ANSWER: def f(): pass")
                 for _ in conversations]
 

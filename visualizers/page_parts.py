@@ -215,3 +215,48 @@ def viewer_paths(input_path: Any, output_path: Any, saved_path: Any) -> Tuple[st
         raise ValueError(f"OUTPUT_PATH {output_path} is a folder: give the page's file name (a "
                          "screenshot folder of the original's commands goes in --temp_path)")
     return input_path, str(output_path)
+
+
+BACKEND, FRONTEND = "backend", "frontend"
+_VIEWERS = {BACKEND: "visualizers/visualize_dialogue_histories.py",
+            FRONTEND: "visualizers/visualize_design_dialogue_histories.py"}
+_WORDS = {BACKEND: "backend (code)", FRONTEND: "frontend (design)"}
+
+
+class WrongViewer(ValueError):
+    """The file belongs to the other viewer (a ValueError: the command line prints its one
+    line and exits 2, before anything is written)."""
+
+
+def _frontend_marks(traj) -> bool:
+    from sweet_rl.rendering.pictures import ANSWER_KEY, REFERENCE_KEY
+
+    return (ANSWER_KEY in traj.extra or REFERENCE_KEY in traj.extra
+            or traj.task.ground_truth.lstrip().startswith("<")
+            or any("screenshot" in turn.extra or "html" in turn.extra
+                   for turn in traj.dialogue_history))
+
+
+def file_kind(trajectories) -> Optional[str]:
+    """``backend``, ``frontend`` or None (cannot tell) for a file's trajectories.
+
+    The rule: a file with any row whose task has ``test_cases`` is backend (every backend task
+    carries its hidden unit tests, which grading needs; frontend tasks have none). Otherwise a
+    file with any row that carries a screenshot key (``answer_screenshot`` or
+    ``reference_screenshot`` on the row, ``screenshot`` or ``html`` on a turn) or whose
+    reference is markup (starts with ``<``; a Python reference never does) is frontend.
+    Anything else is left to whichever viewer was asked: neither refuses it."""
+    if any(traj.task.test_cases is not None for traj in trajectories):
+        return BACKEND
+    if any(_frontend_marks(traj) for traj in trajectories):
+        return FRONTEND
+    return None
+
+
+def refuse_other_kind(path: str, trajectories, wanted: str) -> None:
+    """Raise :class:`WrongViewer` naming the file and the viewer to use, when the file is
+    of the other kind than ``wanted`` (see :func:`file_kind`)."""
+    kind = file_kind(trajectories)
+    if kind is not None and kind != wanted:
+        raise WrongViewer(f"{path} holds {_WORDS[kind]} dialogues, not {_WORDS[wanted]} ones: "
+                          f"view it with {_VIEWERS[kind]}")

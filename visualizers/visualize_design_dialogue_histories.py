@@ -23,6 +23,8 @@ Rows of the original code also load: ``answer`` is then the final screenshot's p
 ``"No answer"`` when the agent never showed a page.
 
 The original served the dialogues with a gradio app; this writes one static page instead.
+A backend (code) file is refused with a line naming the backend viewer
+(:func:`visualizers.page_parts.file_kind` says how the two are told apart).
 """
 
 import importlib.util
@@ -40,8 +42,8 @@ from sweet_rl.records import RecordError, Trajectory  # noqa: E402
 from sweet_rl.rendering.pictures import ANSWER_KEY, REFERENCE_KEY  # noqa: E402
 from sweet_rl.rendering.screenshots import default_screenshot_dir, resolve, screenshot_path  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
-    Shot, esc, figure, filter_buttons, folded, image_data_url, nav_item, page_document, step_links,
-    viewer_paths,
+    FRONTEND, Shot, esc, figure, filter_buttons, folded, image_data_url, nav_item, page_document,
+    refuse_other_kind, step_links, viewer_paths,
 )
 
 EVALUATED, UNEVALUATED, NO_PAGE = "evaluated", "unevaluated", "nopage"
@@ -291,6 +293,7 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ValueError(f"output path {output_path} is the input file; refusing to overwrite it")
     trajectories = read_jsonl(input_path, parse=parse)  # validates, names file/line/field
+    refuse_other_kind(input_path, trajectories, FRONTEND)  # a backend file: the other viewer
     if max_dialogues is not None:
         trajectories = trajectories[:max_dialogues]
     shots = Screenshots(input_path, image_width, max_image_height)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Hashable, List, Optional, Sequence
 
 from sweet_rl.types import AgentOutput, ChatMessages
 
@@ -21,8 +21,11 @@ class Agent:
     # loop then sends it single requests from many threads instead of batching them.
     parallel_requests: bool = False
 
-    def generate(self, conversations: List[ChatMessages],
-                 seeds: Optional[List[int]] = None) -> List[AgentOutput]:
+    def generate(self, conversations: List[ChatMessages], seeds: Optional[List[int]] = None,
+                 keys: Optional[Sequence[Hashable]] = None) -> List[AgentOutput]:
+        """One reply per conversation. ``keys`` name each dialogue (its row); only an agent
+        that needs to know which task a dialogue is (Best-of-N's critic, which reads the
+        task's reference) uses them."""
         raise NotImplementedError
 
     def close(self) -> None:

@@ -10,42 +10,25 @@ model's own log-probs, and the dialogue so far. ``judge=None`` picks uniformly a
 with the turn's seed. Each played turn keeps the candidates, their scores and the index
 played (``candidates``, ``candidate_scores``, ``picked`` in the turn's row).
 
-The agent is told each dialogue's reference through ``truth_of(messages)``: the environment
-never gives the agent the task, so the caller maps the dialogue's first user message (the
-task's request) to its reference.
+The agent never sees the task, but the critic reads its reference: the rollout loops name
+each dialogue by its row (``keys``), and ``truth_of(key)`` gives that row's reference. (Mapping
+a dialogue's request to a reference is not enough: tasks of one family share their request
+and differ only in the hidden details.)
 """
 
 from __future__ import annotations
 
 import random
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Hashable, List, Optional, Sequence
 
 from sweet_rl.agents.base import Agent
 from sweet_rl.types import AgentOutput, ChatMessages
 
 
-def reference_lookup(tasks: Sequence) -> Callable[[ChatMessages], str]:
-    """``truth_of`` for tasks with ``problem_description`` and ``ground_truth``: a request
-    that two tasks share with different references cannot tell them apart and is refused."""
-    truths: Dict[str, str] = {}
-    for task in tasks:
-        known = truths.setdefault(task.problem_description, task.ground_truth)
-        if known != task.ground_truth:
-            raise ValueError("two tasks share the request "
-                             f"{task.problem_description[:60]!r} but not the reference: Best-of-N "
-                             "cannot tell which reference a dialogue of them has")
-
-    def truth_of(messages: ChatMessages) -> str:
-        first = next(m["content"] for m in messages if m.get("role") == "user")
-        return truths[first]
-
-    return truth_of
-
-
 class CriticPickAgent(Agent):
     name = "critic_pick"
 
-    def __init__(self, agent_model: str, n: int, truth_of: Callable[[ChatMessages], str],
+    def __init__(self, agent_model: str, n: int, truth_of: Callable[[Hashable], str],
                  judge=None, temperature: float = 1.0, max_new_tokens: int = 1024,
                  device: Optional[str] = None, batch_size: int = 16):
         from sweet_rl.stepwise.sampling import HFSampler
@@ -57,7 +40,7 @@ class CriticPickAgent(Agent):
         self.judge, self.n, self.truth_of = judge, int(n), truth_of
 
     def scores(self, messages: ChatMessages, prompt: str, texts: List[str], reference,
-               seed: int) -> List[float]:
+               seed: int, key: Optional[Hashable] = None) -> List[float]:
         """One score per candidate: the judge's, or 1 for one drawn with the turn's seed."""
         if self.judge is None:
             drawn = random.Random(seed).randrange(len(texts))
@@ -66,7 +49,10 @@ class CriticPickAgent(Agent):
         from sweet_rl.stepwise.sampling import with_candidates
         from sweet_rl.stepwise.turns import with_ground_truth
 
-        truth = self.truth_of(messages)
+        if key is None:
+            raise ValueError("Best-of-N with a critic needs each dialogue's key (its row) to "
+                             "find the task's reference")
+        truth = self.truth_of(key)
         record = with_candidates({"input": prompt, "input_with_ground_truth":
                                   with_ground_truth(prompt, truth), "older_output": "",
                                   "reward": 0.0, "ground_truth": truth,
@@ -74,16 +60,17 @@ class CriticPickAgent(Agent):
         [judged] = self.judge.judge([StepSample.from_dict(record)])
         return [float(v) for v in judged]
 
-    def generate(self, conversations: List[ChatMessages],
-                 seeds: Optional[List[int]] = None) -> List[AgentOutput]:
+    def generate(self, conversations: List[ChatMessages], seeds: Optional[List[int]] = None,
+                 keys: Optional[Sequence[Hashable]] = None) -> List[AgentOutput]:
         from sweet_rl.hf_generation import format_chat
 
         seeds = list(seeds) if seeds is not None else list(range(len(conversations)))
+        keys = list(keys) if keys is not None else [None] * len(conversations)
         outputs = []
-        for messages, seed in zip(conversations, seeds):
+        for messages, seed, key in zip(conversations, seeds, keys):
             prompt = format_chat(self.sampler.generator.tokenizer, messages)
             [(texts, reference)] = self.sampler.sample([prompt], self.n, [seed])
-            scores = self.scores(messages, prompt, texts, reference, seed)
+            scores = self.scores(messages, prompt, texts, reference, seed, key)
             picked = max(range(len(texts)), key=lambda k: scores[k])  # first best on ties
             outputs.append(AgentOutput(prompt=prompt, output=texts[picked], extra={
                 "candidates": list(texts), "candidate_scores": scores, "picked": picked}))

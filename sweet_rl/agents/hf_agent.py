@@ -22,8 +22,8 @@ class HFAgent(Agent):
         self.temperature = temperature
         self.model_path = model_path
 
-    def generate(self, conversations: List[ChatMessages],
-                 seeds: Optional[List[int]] = None) -> List[AgentOutput]:
+    def generate(self, conversations: List[ChatMessages], seeds: Optional[List[int]] = None,
+                 keys=None) -> List[AgentOutput]:
         prompts = [self.generator.format(messages) for messages in conversations]
         texts = self.generator.generate(prompts, seeds=seeds, temperature=self.temperature)
         return [AgentOutput(prompt=p, output=t) for p, t in zip(prompts, texts)]

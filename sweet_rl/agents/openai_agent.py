@@ -87,8 +87,8 @@ class OpenAIAgent(Agent):
 
         return format_chat(self.tokenizer, messages)
 
-    def generate(self, conversations: List[ChatMessages],
-                 seeds: Optional[List[int]] = None) -> List[AgentOutput]:
+    def generate(self, conversations: List[ChatMessages], seeds: Optional[List[int]] = None,
+                 keys=None) -> List[AgentOutput]:
         results = self.client.complete_batch(conversations, temperature=self.temperature,
                                              max_tokens=self.max_tokens, seeds=seeds)
         outputs = []

@@ -65,8 +65,8 @@ class VLLMAgent(Agent):
         self.temperature = temperature
         self.max_new_tokens = max_new_tokens
 
-    def generate(self, conversations: List[ChatMessages],
-                 seeds: Optional[List[int]] = None) -> List[AgentOutput]:
+    def generate(self, conversations: List[ChatMessages], seeds: Optional[List[int]] = None,
+                 keys=None) -> List[AgentOutput]:
         from vllm import SamplingParams
 
         requests = build_requests(self.tokenizer, conversations, self.temperature,

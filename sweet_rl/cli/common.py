@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import os
 import re
 import sys
 from typing import List, Optional, Sequence
@@ -49,8 +50,9 @@ def check_command_line(main, args: Sequence[str]) -> List[str]:
     ``True`` (``--bf16``), ``--noname`` for ``False``, a unique first letter (``-k 3``),
     values that look like negative numbers (``--save_steps -1``), positional arguments for the
     parameters not given by name, and fire's own flags after a final ``--``. A help request
-    anywhere (``--help``, ``-h``, ``-- --help``) becomes fire's help for ``main`` -- fire
-    itself honours it only as the first argument and would otherwise run the stage first.
+    anywhere (``--help``, ``-h``, ``-- --help``) comes back as ``["--help"]``, which
+    :func:`run_cli` answers with our own help -- fire honours it only as the first argument
+    and would otherwise run the stage first.
     Stricter than fire on purpose: an unknown flag after ``--`` (fire drops it silently, so a
     stage flag put there would vanish) and anything after fire's ``-`` separator (fire applies
     it to the stage's result, after the run) are refused.
@@ -123,7 +125,7 @@ def check_command_line(main, args: Sequence[str]) -> List[str]:
         # fire takes the next argument as the value unless this one is '=' or boolean syntax
         index += 1 if has_value or bool_syntax else 2
     if wants_help:
-        return ["--help"]  # fire shows the help of ``main`` and runs nothing
+        return ["--help"]  # run_cli shows the help of ``main`` and runs nothing
 
     open_slots = [name for name in spec.args if name not in given]
     if len(positional) > len(open_slots) and not spec.varargs:
@@ -146,23 +148,92 @@ def check_command_line(main, args: Sequence[str]) -> List[str]:
     return [argument for position, argument in enumerate(args) if position not in blank]
 
 
-def run_cli(main, argv: Optional[Sequence[str]] = None) -> None:
+def print_help(main, defaults=None, prog: Optional[str] = None) -> None:
+    """Print the help of ``main`` (:mod:`sweet_rl.cli.helptext`): one block per parameter with
+    its flag, type, real default and full description. Imports nothing heavy."""
+    from sweet_rl.cli.helptext import render_help
+
+    if defaults is None:
+        defaults = getattr(main, "help_defaults", None)
+    text = render_help(main, prog or os.path.basename(sys.argv[0] or "stage"), defaults)
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # ``--help | head``: the reader stopped early, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+# Libraries whose INFO lines would drown a stage's output: one line per HTTP request (httpx,
+# openai), model-loading chatter (open_clip, the hub, urllib3 retries).
+NOISY = ("httpx", "httpx2", "httpcore", "openai", "open_clip", "huggingface_hub", "urllib3",
+         "filelock", "PIL", "selenium")
+
+
+def log_level_from(args: Sequence[str]):
+    """``(args without them, level)`` for ``-v``/``--verbose`` (INFO for every library) and
+    ``--log_level LEVEL``; None when neither is given."""
+    rest, level, skip = [], None, False
+    for at, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg in ("-v", "--verbose"):
+            level = "INFO"
+        elif arg == "--log_level" or arg.startswith("--log_level="):
+            value = arg.split("=", 1)[1] if "=" in arg else (args[at + 1] if at + 1 < len(args)
+                                                             else "")
+            skip = "=" not in arg
+            if value.upper() not in LOG_LEVELS:
+                raise CommandLineError(f"--log_level must be one of {', '.join(LOG_LEVELS)}, "
+                                       f"got {value!r}")
+            level = value.upper()
+        else:
+            rest.append(arg)
+    return rest, level
+
+
+def quiet_logs(level: Optional[str] = None) -> None:
+    """What a stage shows: by default our own notices (INFO) and every library's warnings, a
+    progress bar and the metrics line; ``level`` (``-v``: INFO, ``--log_level``) applies to
+    everything. DeepSpeed's "Setting accelerator to CPU" warning, printed on every import on
+    a machine without a GPU, is shown only from INFO on."""
+    logging.basicConfig(level=getattr(logging, level or "WARNING"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("sweet_rl").setLevel(getattr(logging, level or "INFO"))
+    for name in NOISY:
+        logging.getLogger(name).setLevel(getattr(logging, level or "WARNING"))
+    if level not in ("DEBUG", "INFO"):
+        # DeepSpeed (re)configures its own logger on import: a filter is what survives that
+        logging.getLogger("DeepSpeed").addFilter(
+            lambda record: "Setting accelerator to CPU" not in record.getMessage())
+
+
+def run_cli(main, argv: Optional[Sequence[str]] = None, defaults=None) -> None:
     """Check the command line, then run ``main`` through ``fire``; a bad command line or known
-    input errors exit 2 with one clear line, before anything is written."""
+    input errors exit 2 with one clear line, before anything is written.
+
+    ``-h`` / ``--help`` anywhere (also ``-- --help``) prints our help and exits 0 before fire
+    runs. ``defaults`` (a mapping or a function returning one; else ``main.help_defaults`` if
+    the stage sets it) gives the real defaults help shows where the signature's ``None`` means
+    "decided elsewhere" (the training stages' option dataclasses)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args, level = log_level_from(args)
+        command = check_command_line(main, args)
+    except CommandLineError as err:
+        if "-h" in args or "--help" in args:  # asking for help wins over a mistyped flag
+            command = ["--help"]
+        else:
+            print(f"error: {err}", file=sys.stderr)
+            sys.exit(2)
+    if command == ["--help"]:
+        print_help(main, defaults)
+        sys.exit(0)
     import fire
 
     from sweet_rl.records import RecordError
     from sweet_rl.openai_compat import EndpointUnavailable
 
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        command = check_command_line(main, args)
-    except CommandLineError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    quiet_logs(level)
     try:
         # each stage prints its own metrics line; fire would also print the returned value
         fire.Fire(main, command=command, serialize=lambda result: None)

@@ -15,8 +15,13 @@ def main(source: str, destination: str, num_rows: Optional[int] = None,
     Example:
         python scripts/download_data.py \\
             hf://facebook/collaborative_agent_bench/backend_tasks/test.jsonl data/backend_test.jsonl
+
     Args:
+        source: the JSONL file to copy: ``hf://OWNER/DATASET/FILE`` (a file of a dataset
+            repository on the Hugging Face hub, downloaded first) or a local path.
+        destination: where the copy goes (a .config.json sidecar is written beside it).
         num_rows: keep only the first rows (all when omitted). Every row is checked to be JSON.
+        cache_dir: the hub download cache (default: the huggingface_hub cache, ~/.cache).
     """
     arguments = dict(locals())
     from sweet_rl.data.tasks import resolve_input_path

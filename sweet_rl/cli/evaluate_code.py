@@ -1,6 +1,8 @@
 """Stage: grade backend trajectories with the task's hidden unit tests.
 
 Writes ``reward`` (fraction of tests passed) into the trajectory file, as the original does,
+with why each test passed or not (``grader_tests``) and what each gave (``test_results``:
+the test, whether it passed, the reference's and the answer's output as short texts), and
 prints best-of-k correctness and success, and optionally writes the critic's trajectory-level
 preference pairs. Grading runs every answer and reference in an isolated, bounded process.
 
@@ -18,12 +20,15 @@ from sweet_rl.grading.grader import RULES  # the rule sets live with the grader 
 RULES_KEY = "grader_rules"  # extra key recording which rules produced ``reward``
 VERDICTS_KEY = "grader_tests"  # one word per test: why it passed or not
 REFUSED_KEY = "grader_refused"  # result packets the answer forged (refused)
+# per test, in the task's order: {"test", "passed", "expected", "got"}, texts cut to 200
+# characters (sweet_rl.grading.test_report), so a reader sees what failed and how
+TEST_RESULTS_KEY = "test_results"
 
 
 def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
          ground_truth_preference_path: Optional[str] = None, grader: str = "benchmark",
          timeout: float = 1.0, memory_mb: int = 2048, workers: Optional[int] = None,
-         reevaluate: bool = False):
+         reevaluate: bool = False, skip_errors: bool = False):
     """Grade a trajectory file in place and print the metrics line.
 
     Example:
@@ -37,8 +42,13 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
         ground_truth_preference_path: the same pairs prefixed with the reference solution.
         grader: ``benchmark`` (the published rules, comparable with the paper) or ``strict``
             (the answer runs as a module: helpers, recursion and imports work; no word list).
-        timeout: seconds per test case. memory_mb: memory bound per sandboxed process.
+        timeout: seconds per test case.
+        memory_mb: memory bound per sandboxed process, in MiB.
+        workers: answers graded at once, each in its own process (default: one per core).
         reevaluate: grade again even rows that already carry a reward from the same rules.
+        skip_errors: leave rows whose dialogue hit a simulator error (a refused request, a
+            dead server) out of the metrics and the pairs (they are still graded); without it
+            they count, and a warning line says how many there are.
     """
     arguments = dict(locals())
     from sweet_rl.cli.evaluate_common import evaluate, load_trajectories
@@ -73,6 +83,7 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
             trajectories[i].extra[RULES_KEY] = grader
             # why each test passed or not (pass, fail, error:X, timeout, crash, blocked, ...)
             trajectories[i].extra[VERDICTS_KEY] = result.tests
+            trajectories[i].extra[TEST_RESULTS_KEY] = result.test_results
             trajectories[i].extra.pop(REFUSED_KEY, None)
             if result.refused:
                 trajectories[i].extra[REFUSED_KEY] = result.refused
@@ -93,7 +104,8 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
 
     return evaluate("evaluate_code", saved_path, trajectories, k, todo, score, success_pairs,
                     arguments, preference_path, ground_truth_preference_path,
-                    f"every trajectory already has a reward from the {grader} rules", report)
+                    f"every trajectory already has a reward from the {grader} rules", report,
+                    skip_errors=skip_errors)
 
 
 def original_summary(rewards: List[float], best: List[float], k: int,

@@ -179,6 +179,7 @@ def main(
     assets_dir: Optional[str] = None,
     page_load_timeout: float = 20.0,
     train: Optional[bool] = None,
+    vlm_preference_path: Optional[str] = None,
 ):
     """Score a frontend trajectory file in place and print the metrics line.
 
@@ -195,16 +196,26 @@ def main(
         preference_path: pairs of ``input + output`` of the last agent turn.
         ground_truth_preference_path: the same pairs prefixed with the reference HTML.
         reference_path: another evaluated run on the same tasks; prints the win rate against it.
-        clip_model / clip_pretrained: open_clip model and weights (a tag, a local checkpoint
-            file, or ``none`` for random weights drawn with ``seed``).
+        clip_model: the open_clip model that embeds the pictures.
+        clip_pretrained: its weights: an open_clip tag, a local checkpoint file, or ``none``
+            for random weights drawn with ``seed``.
         crop: ``center`` (the original's: middle square of the page) or ``squash`` (whole page).
-        batch_size: pictures per CLIP forward pass. pool_size: browsers rendering at once.
+        batch_size: pictures per CLIP forward pass.
+        pool_size: browsers rendering at once (default: up to 4, one per core).
         browser: ``chromium`` or ``firefox``.
-        screenshot_dir: default ``<saved_path stem>_screenshots``.
-        device: torch device (default cuda when available). threshold: minimum reward gap of a pair.
+        screenshot_dir: where screenshots go (default ``<saved_path stem>_screenshots``).
+        device: torch device (default cuda when available).
         reevaluate: score again even rows that already carry a reward from the same settings.
+        threshold: the smallest reward gap between two rollouts of a task that makes a pair.
+        seed: the seed of random CLIP weights (``--clip_pretrained none``).
         assets_dir: the Tailwind asset cache (default $SWEET_RL_ASSETS or ~/.cache/sweet_rl/assets).
+        page_load_timeout: seconds a page may take to render before it counts as failed.
         train: accepted for the original's command lines; it had no effect there either.
+        vlm_preference_path: the same pairs for the vision-language critic (train_dpo.py
+            --critic_head vlm_regression): each side is {"image": the row's reference
+            screenshot, "text": input + output of the last agent turn}
+            (sweet_rl/training/vlm_pairs.py); pairs whose reference did not render are left
+            out, with a warning.
 
     Printed at the end: our summary line, then the original's three lines -- the mean
     similarity over all rows as a bare number, ``Best-of-k Average reward: X`` and, when pairs
@@ -234,7 +245,7 @@ def main(
         raise ValueError(f"--crop must be one of {CROPS}, got {crop!r}")
     if threshold < 0 or batch_size < 1:
         raise ValueError("--threshold must be >= 0 and --batch_size >= 1")
-    want_pairs = bool(preference_path or ground_truth_preference_path)
+    want_pairs = bool(preference_path or ground_truth_preference_path or vlm_preference_path)
     trajectories = load_trajectories(
         saved_path, k, lambda path, rows: _validate(path, rows, want_pairs)
     )
@@ -299,7 +310,7 @@ def main(
             "browser": arguments["browser_version"],
         }
         notes = ""
-        if outcome.pairs_written:
+        if want_pairs:
             metrics["pairs"] = len(outcome.pairs)
             notes += f", {len(outcome.pairs)} preference pairs (gap >= {threshold:g})"
         if theirs is not None:
@@ -316,11 +327,17 @@ def main(
             str(metrics["mean_reward"]),
             f"Best-of-{k} Average reward: {sum(best) / len(best)}",
         ]
-        if outcome.pairs_written:
+        if want_pairs:
             lines.append(f"Number of preference pairs: {len(outcome.pairs)}")
         return metrics, lines
 
-    return evaluate("evaluate_html", saved_path, trajectories, k, todo, score,
-                    lambda rewards, k: threshold_pairs(rewards, k, threshold), arguments,
-                    preference_path, ground_truth_preference_path,
-                    f"every trajectory already has a reward from {settings}", report)
+    metrics = evaluate("evaluate_html", saved_path, trajectories, k, todo, score,
+                       lambda rewards, k: threshold_pairs(rewards, k, threshold), arguments,
+                       preference_path, ground_truth_preference_path,
+                       f"every trajectory already has a reward from {settings}", report)
+    if vlm_preference_path:  # the pairs above, again: the rule is deterministic
+        from sweet_rl.training.vlm_pairs import write_vlm_pairs
+
+        pairs = threshold_pairs([t.reward for t in trajectories], k, threshold)
+        write_vlm_pairs(vlm_preference_path, trajectories, pairs, saved_path, arguments)
+    return metrics

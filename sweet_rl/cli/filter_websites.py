@@ -109,11 +109,14 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
             ``reference_<hash of the HTML>.png`` (see ``sweet_rl.rendering.screenshots``).
         pool_size: browsers rendering at once (default: up to 4, one per core).
         browser: ``chromium`` or ``firefox``.
-        page_load_timeout, script_timeout: seconds before a page counts as failed.
+        page_load_timeout: seconds a page may take to load before it counts as failed.
+        script_timeout: seconds the in-page height measurement may take before the page
+            counts as failed.
         max_height: screenshots are clipped to this many pixels.
         assets_dir: the offline Tailwind cache (default: $SWEET_RL_ASSETS or ~/.cache).
         overwrite: replace an existing output.
-        saved_path, filtered_path: the original code's names for input_path and output_path.
+        saved_path: the original code's name for input_path.
+        filtered_path: the original code's name for output_path.
         train: accepted for the original's command lines; it had no effect there either.
     """
     arguments = dict(locals())

@@ -88,14 +88,17 @@ def main(agent_model: str, tasks: str, output_dir: str, critic: Optional[str] = 
     uses the agent's base model). Each given one is one more curve.
     """
     arguments = dict(locals())
-    from sweet_rl.agents.critic_pick import CriticPickAgent, reference_lookup
+    from sweet_rl.agents.critic_pick import CriticPickAgent
     from sweet_rl.data.tasks import load_tasks
     from sweet_rl.factory import build_judge
     from sweet_rl.io import write_sidecar
 
     ns = parse_ns(ns)
     rows = load_tasks(tasks, num_tasks)
-    truth_of = reference_lookup(rows)
+    # play() lays rollout j of task i at position i + j * len(rows), the dialogue's key
+    def truth_of(key):
+        return rows[key % len(rows)].ground_truth
+
     # name -> (file slug, critic type, model, with the reference); random first: at N=1 its
     # single sample is every chooser's pick
     choosers = {"random": ("random", "random", None, True),

@@ -61,10 +61,16 @@ def main(output_dir: str, dataset: str = "HuggingFaceM4/WebSight", config: Optio
 
     Args:
         output_dir: folder for train.jsonl and test.jsonl (each with a .config.json sidecar).
-        dataset, config, split: the hub dataset read with ``datasets.load_dataset`` (streaming).
+        dataset: the hub dataset read with ``datasets.load_dataset`` (streaming).
+        config: the dataset's configuration (None: the dataset's default one).
+        split: the dataset's split the rows come from.
         data_files: local file(s) or glob to read instead of the hub dataset.
-        train_start, train_end, test_start, test_end: 0-based row ranges [start, end).
-        overwrite: discard existing outputs; by default a re-run resumes them.
+        train_start: the first row (0-based) of the train tasks.
+        train_end: the row after the last train task (the range is [start, end)).
+        test_start: the first row (0-based) of the test tasks.
+        test_end: the row after the last test task (the range is [start, end)).
+        overwrite: rebuild the outputs from scratch (the old files are replaced only once
+            the new ones are complete); by default a re-run resumes them.
         chunk_size: tasks buffered between appends (at most this many are redone after a kill).
     """
     arguments = dict(locals())
@@ -103,9 +109,13 @@ def main(output_dir: str, dataset: str = "HuggingFaceM4/WebSight", config: Optio
     # Open (and so validate) the source before any output is created or removed.
     stream = open_stream(dataset, config, split, data_files) if active else None
     os.makedirs(output_dir, exist_ok=True)
+    final = dict(paths)
+    if overwrite:  # the old files stay until the new ones are complete (then they are swapped)
+        paths = {name: path + ".new" for name, path in final.items()}
     for name in SPLITS:  # every split gets its file, an empty range an empty one
-        if overwrite and os.path.exists(paths[name]):
-            os.remove(paths[name])
+        for stale in (paths[name], paths[name] + ".config.json"):
+            if overwrite and os.path.exists(stale):  # a replacing run that failed earlier
+                os.remove(stale)
         open(paths[name], "a", encoding="utf-8").close()
 
     new = {name: 0 for name in SPLITS}
@@ -154,6 +164,9 @@ def main(output_dir: str, dataset: str = "HuggingFaceM4/WebSight", config: Optio
                          "read so far are written; lower the range ends)")
     for name in SPLITS:
         write_sidecar(paths[name], arguments, "prepare_frontend_tasks")
+        if paths[name] != final[name]:
+            os.replace(paths[name], final[name])
+            os.replace(paths[name] + ".config.json", final[name] + ".config.json")
     counts = {name: len(existing[name]) + new[name] for name in SPLITS}
     print(f"prepare_frontend_tasks: train {counts['train']} tasks ({new['train']} new), test "
           f"{counts['test']} tasks ({new['test']} new), {rewritten} image URLs rewritten in new "

@@ -41,6 +41,8 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
         python scripts/sample_best_of_n.py outputs/offline.jsonl outputs/sampled.jsonl \\
             --agent_model tiny --best_of_n 4 --max_new_tokens 16
 
+    The two paths may also be given as flags (``--input_path IN --output_path OUT``).
+
     The paper's setting (10% of the offline data, 16 samples per turn, on GPUs):
         python scripts/sample_best_of_n.py offline.jsonl sampled.jsonl \\
             --agent_model meta-llama/Llama-3.1-8B-Instruct --best_of_n 16 --data_fraction 0.1 \\
@@ -52,26 +54,31 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
         agent_model: the agent that samples (path or hub id); default: the original's,
             meta-llama/Llama-3.1-8B-Instruct (the run logs which model it uses); ``tiny``
             selects the embedded tiny random model.
-        best_of_n: candidates per turn (N). temperature: sampling temperature (1.0).
+        temperature: the sampling temperature.
+        best_of_n: candidates per turn (N).
         data_fraction: share of the trajectories used, taken from the top of the file.
         backend: ``hf`` (transformers) or ``vllm`` (GPU).
-        max_new_tokens: per candidate. seed: base of every record's sampling seed.
-        batch_size: hf rows per generate/score call. chunk_size: records per append.
-        device, dtype: hf model placement ("auto": cuda if present; bf16 on GPU, fp32 on CPU).
+        max_new_tokens: the token budget of each candidate.
+        seed: base of every record's sampling seed.
+        batch_size: hf rows per generate/score call.
+        chunk_size: records written per append (a killed run redoes at most this many).
+        device: where the hf model runs (default: cuda when available, else cpu).
+        dtype: the hf model's dtype ("auto": bf16 on a GPU that has it, fp32 on the CPU).
         exclude_stop_token: leave the end-of-turn token a candidate stopped on out of its
             reference log-probs (the original, via vLLM's per-token log-probs, includes it).
-        to_continue: resume a killed run; overwrite: replace an existing output.
-        num_shards, shard_index: write only block ``shard_index`` (0-based) of ``num_shards``
-            contiguous blocks of the step records (the turns of the ``data_fraction``
-            selection, which is made first and is the same on every shard); join the shard
-            files with scripts/merge_shards.py. Each record's seed uses its index among all
-            records, so the merged file is the unsharded run's.
+        to_continue: resume a killed run after the records already written.
+        overwrite: replace an existing output.
+        num_shards: cut the step records (the turns of the ``data_fraction`` selection,
+            made first and the same on every shard) into this many contiguous blocks, one run
+            each; join the shard files with scripts/merge_shards.py. Each record's seed uses
+            its index among all records, so the merged file is the unsharded run's.
+        shard_index: the block this run writes (0-based, below --num_shards).
     """
     arguments = dict(locals())
     from tqdm import tqdm
 
     from sweet_rl.factory import resolve_model
-    from sweet_rl.io import append_jsonl, write_sidecar
+    from sweet_rl.io import append_jsonl, staged_output, write_sidecar
     from sweet_rl.stepwise.resume import records_done
     from sweet_rl.stepwise.sampling import build_sampler, with_candidates
     from sweet_rl.seeding import row_seed
@@ -94,30 +101,32 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
     arguments.update(shard_facts(len(records), num_shards, shard_index))
     first, last, total = arguments["shard_rows"]
     records = records[first:last]
-    done = records_done(output_path, [_identity(r) for r in records], _identity,
-                        to_continue, overwrite)
-    started = time.time()
-    sampler = None
-    if done < len(records):
-        try:
-            sampler = build_sampler(backend, resolve_model(agent_model), temperature,
-                                    max_new_tokens, device, dtype, batch_size, seed,
-                                    include_stop=not exclude_stop_token)
-        except OSError as err:  # neither a folder nor loadable from the hub
-            raise OSError(f"cannot load --agent_model {agent_model}: {err}") from err
-    with tqdm(total=len(records), initial=done, desc="turns", unit="turn") as bar:
-        for start in range(done, len(records), max(1, int(chunk_size))):
-            chunk = records[start:start + max(1, int(chunk_size))]
-            # a record's seed depends on its global index only, so a resumed run and the shard
-            # holding the record draw what a single run does
-            seeds = [row_seed(seed, first + start + i) for i in range(len(chunk))]
-            results = sampler.sample([r["input"] for r in chunk], int(best_of_n), seeds)
-            append_jsonl(output_path, [with_candidates(r, outputs, scores)
-                                       for r, (outputs, scores) in zip(chunk, results)])
-            bar.update(len(chunk))
-    if not records:
-        append_jsonl(output_path, [])  # an empty but existing output, like a full run's
-    write_sidecar(output_path, arguments, "sample_best_of_n")
+    # path: output_path, or (--overwrite) a file beside it that replaces it when complete
+    with staged_output(output_path, overwrite and not to_continue) as path:
+        done = records_done(path, [_identity(r) for r in records], _identity,
+                            to_continue, overwrite)
+        started = time.time()
+        sampler = None
+        if done < len(records):
+            try:
+                sampler = build_sampler(backend, resolve_model(agent_model), temperature,
+                                        max_new_tokens, device, dtype, batch_size, seed,
+                                        include_stop=not exclude_stop_token)
+            except OSError as err:  # neither a folder nor loadable from the hub
+                raise OSError(f"cannot load --agent_model {agent_model}: {err}") from err
+        with tqdm(total=len(records), initial=done, desc="turns", unit="turn") as bar:
+            for start in range(done, len(records), max(1, int(chunk_size))):
+                chunk = records[start:start + max(1, int(chunk_size))]
+                # a record's seed depends on its global index only, so a resumed run and the shard
+                # holding the record draw what a single run does
+                seeds = [row_seed(seed, first + start + i) for i in range(len(chunk))]
+                results = sampler.sample([r["input"] for r in chunk], int(best_of_n), seeds)
+                append_jsonl(path, [with_candidates(r, outputs, scores)
+                                           for r, (outputs, scores) in zip(chunk, results)])
+                bar.update(len(chunk))
+        if not records:
+            append_jsonl(path, [])  # an empty but existing output, like a full run's
+        write_sidecar(path, arguments, "sample_best_of_n")
     shard = (f" (shard {shard_index} of {num_shards}: records {first}..{last} of {total})"
              if num_shards > 1 else "")
     print(f"sample_best_of_n: {summarize(output_path)} from {used} trajectories{shard} "

@@ -58,7 +58,7 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
          num_shards: int = 1, shard_index: int = 0, pick_n: int = 1,
          pick_critic: Optional[str] = None, pick_critic_type: str = "logprob",
          pick_score_tokens: str = "original", pick_without_ground_truth: bool = False,
-         pick_judge_base_url: Optional[str] = None):
+         pick_judge_base_url: Optional[str] = None, max_error_share: float = 0.1):
     """Simulate ColBench dialogues and write one trajectory per line to ``output_path``.
 
     Example (embedded tiny models on the CPU, bundled sample tasks):
@@ -72,64 +72,82 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
             --output_path outputs/test.jsonl
 
     Args:
-        agent_model: agent checkpoint (path or hub id); default: the embedded tiny model.
-        hostname, port: OpenAI-compatible simulator server; without hostname the simulator is
-            ``env_model`` run in-process (default: the tiny model).
-        env_model: the simulator's model (the served model name with --hostname), or
-            ``scripted``: a rule-based human with no model (backend tasks, no --hostname)
-            that answers the hidden details a question names, for the miniature benchmark's
-            generated tasks (sweet_rl/data/mini_tasks.py).
+        hostname: the simulator's OpenAI-compatible server: one host, several
+            (``a,b:8001,http://c:8000/v1``) or a file of URLs; a dialogue stays on one server, a
+            failing server is left out. Without it the simulator is ``env_model`` in-process.
         input_path: task JSONL, ``hf://REPO/FILE`` on the hub, or omitted for the bundled tasks.
+        output_path: the trajectory JSONL to write, one dialogue per line (+ .config.json).
+        user_prompt_path: the simulated human's prompt file (``auto``: ours, bundled); it gets
+            {problem_description}, {hidden_information} and {dialogue_history}.
+        agent_prompt_path: the agent's prompt file (``auto``: ours, bundled), sent verbatim as
+            the system message, as the original. Pass the official files for the paper's prompts.
+        agent_model: agent checkpoint (path or hub id); default: the embedded tiny model.
+        env_model: the simulator's model (the served model name with --hostname; default: the
+            tiny model), or ``scripted``: a rule-based human with no model (backend tasks, no
+            --hostname) for the miniature benchmark's tasks (sweet_rl/data/mini_tasks.py).
+        batch_size: dialogues open at once (pipelined) or per lockstep batch (the original's).
         num_tasks: the first N tasks (1000, the paper's backend test set; None: all).
-        best_of_n: rollouts per task (k). single_turn: the paper's single-turn setting.
-        agent_prompt_path, user_prompt_path: prompt files (default: ours, bundled). The agent
-            prompt is sent verbatim as the system message, nothing substituted (as the
-            original); the simulator prompt gets {problem_description}, {hidden_information}
-            and {dialogue_history}. Pass the official files for the paper's prompts.
-        max_new_tokens: agent tokens per turn (1024). simulator_max_tokens: the simulated
-            human's cap (4096, the original's; it answers greedily).
-        to_continue: resume a killed run; overwrite: replace an existing output.
+        max_steps: the most agent turns in one dialogue.
+        best_of_n: rollouts per task (k); the task list is written k times over.
+        max_error_share: the run exits with an error (exit 2; the rows stay written) when
+            more than this share of its dialogues end with simulator errors, e.g. every request
+            refused by a server that does not serve --env_model (default 0.1; 1 never fails).
+        train: accepted for the original's commands; it had no effect there either.
+        task_type: ``code`` (backend programming) or ``html`` (frontend design: pages render
+            offline in a browser pool; without --hostname the simulator is the embedded tiny
+            vision-language model, or ``env_model`` as a local VLM).
+        port: the simulator server's port, for a --hostname given without one.
+        temperature: the agent's sampling temperature.
+        temp_path: the original's screenshot folder: html: --screenshot_dir when that is not
+            given; code: not used.
+        to_continue: resume a killed run, keeping every row already written.
+        overwrite: replace an existing output (without it or --to_continue, the run stops).
         agent_backend: ``hf`` (transformers), ``vllm``, or ``openai`` (any compatible endpoint,
             at --agent_base_url, key from --api_key or OPENAI_API_KEY).
-        task_type: ``code`` (backend programming) or ``html`` (frontend design: pages are
-            rendered offline in a browser pool; without --hostname the simulator is the
-            embedded tiny vision-language model, or ``env_model`` as a local VLM).
-        screenshot_dir: html: where page screenshots go (default: beside the output,
-            ``<output stem>_screenshots/``); names are content hashes, so a resumed run
-            reuses them. render_workers: browsers rendering at once (default: the pool's).
-        browser: ``chromium`` or ``firefox``. max_image_side: html: shrink screenshots whose
-            longer side exceeds this many pixels before they are sent to the simulator.
+        single_turn: the paper's single-turn setting (one agent turn, single-turn prompt).
+        max_new_tokens: the agent's token budget per turn.
+        simulator_max_tokens: the simulated human's budget per reply (greedy, as the original).
+        agent_base_url: the server of ``--agent_backend openai`` (default: OpenAI's API).
+        api_key: key for the HTTP servers: the openai agent's (default: $OPENAI_API_KEY), the
+            simulator's and the pick judge's (default: EMPTY). Never written to disk.
+        agent_tokenizer: ``--agent_backend openai``: the served model's tokenizer, so turns
+            record the exact chat-template prompt (needed to train on them).
+        generation_batch_size: prompts per generate call of an in-process model, and agent
+            requests batched at once when pipelined.
+        device: where in-process models run (default: cuda when available, else cpu).
+        seed: the run's seed; each dialogue's seed derives from it and the row's index.
+        hf_cache_dir: the download cache for an ``hf://`` --input_path.
+        screenshot_dir: html: where page screenshots go (default: ``<output stem>_screenshots/``
+            beside the output); names are content hashes, so a resumed run reuses them.
+        render_workers: html: browsers rendering at once (default: the pool's).
+        browser: ``chromium`` or ``firefox``.
+        max_image_side: html: shrink screenshots whose longer side exceeds this many pixels
+            before they are sent to the simulator (default: never).
         page_placeholder: html: replace each page in the dialogue by [SEE RENDERED HTML]
             (the agent then never sees its earlier pages; the original kept them).
         stop_on_rejected_request: end a dialogue when the simulator server rejects a request
             (HTTP 400), recording the error, instead of the original's "No response." reply.
-        rollout: ``pipelined`` (each dialogue advances on its own; the agent's requests are
-            batched as they arrive, up to --generation_batch_size) or ``lockstep`` (the
-            original: one batched agent call, then one simulator call, per turn). Both give
-            the same trajectories. batch_size: dialogues open at once (pipelined) or per
-            lockstep batch (the original's meaning).
+        rollout: ``pipelined`` (each dialogue advances on its own; agent requests are batched
+            as they arrive) or ``lockstep`` (the original: one batched agent call, then one
+            simulator call, per turn). Both give the same trajectories.
         simulator_concurrency: requests in flight at once to an HTTP simulator, and to an HTTP
-            agent (``--agent_backend openai``, e.g. ``vllm serve``), when pipelined.
-        hostname: one server, several (``a,b:8001,http://c:8000/v1``), or a file of URLs;
-            a dialogue stays on one server, and a server that fails is left out.
-        resample_leaks: backend: ask the simulated human again, with a reminder not to write
-            code, up to this many times when its reply leaks the reference (0: never, as the
-            original). Every row records its leaking replies either way (``leak_turns``).
-        num_shards, shard_index: run only shard I of N (a contiguous block of rows; join the
-            shard files with scripts/merge_shards.py).
-        pick_n: Best-of-N evaluation (paper Figure 3a; backend, hf agent): at every turn the
-            agent samples this many replies and a step critic picks the one played. Each
-            assistant turn of the rows keeps ``candidates``, ``candidate_scores`` and
-            ``picked``. 1 (default): off.
-        pick_critic, pick_critic_type: the critic that picks (a checkpoint; for ``judge`` the
-            judging model, or its served name with --pick_judge_base_url) and its type:
-            ``logprob`` (SWEET-RL's critic), ``regression``, ``value``, ``judge`` or
+            agent (``--agent_backend openai``), when pipelined.
+        resample_leaks: backend: ask the simulated human again, reminded not to write code, up
+            to this many times when its reply leaks the reference (0: never, as the original).
+            Rows record their leaking replies either way (``leak_turns``).
+        num_shards: cut the rows into this many contiguous blocks (shards), one run each;
+            join the shard files with scripts/merge_shards.py (1: no sharding).
+        shard_index: the shard this run writes (0-based, below --num_shards).
+        pick_n: Best-of-N evaluation (paper Figure 3a; backend, hf agent): each turn the agent
+            samples this many replies and a step critic picks the one played (assistant turns
+            keep ``candidates``, ``candidate_scores``, ``picked``). 1: off.
+        pick_critic: the critic that picks: a checkpoint, or for ``judge`` the judging model
+            (its served name with --pick_judge_base_url).
+        pick_critic_type: ``logprob`` (SWEET-RL's), ``regression``, ``value``, ``judge`` or
             ``random`` (no critic), as rank_best_of_n.py --critic_type.
-        pick_score_tokens, pick_without_ground_truth: as rank_best_of_n.py's --score_tokens
-            and --no_use_ground_truth.
-        train: accepted for the original's commands; it had no effect there either.
-        temp_path: the original's screenshot folder: html: used as --screenshot_dir when
-            that is not given; code: not used.
+        pick_score_tokens: as rank_best_of_n.py --score_tokens.
+        pick_without_ground_truth: as rank_best_of_n.py --no_use_ground_truth.
+        pick_judge_base_url: the server of a ``judge`` pick critic (default: in-process).
 
     Frontend example (embedded tiny models, bundled sample frontend tasks):
         python scripts/simulate_interactions.py --task_type html \\
@@ -142,13 +160,10 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
     from sweet_rl.environments import make_env
     from sweet_rl.factory import build_agent, build_pick_agent, build_simulator, resolve_model
     from sweet_rl.data.tasks import load_tasks
-    from sweet_rl.io import count_complete_lines, write_sidecar
+    from sweet_rl.io import count_complete_lines, staged_output, write_sidecar
     from sweet_rl.layout import lay_out
     from sweet_rl.prompts import load_prompt, template_fields
-    from sweet_rl.pipeline import run_pipelined
-    from sweet_rl.rollout import run_dialogues
     from sweet_rl.row_writer import OrderedRowWriter, pending_path, restore_pending
-    from sweet_rl.seeding import row_seed
     from sweet_rl.sharding import shard_bounds, shard_facts
     from sweet_rl.rendering.screenshots import default_screenshot_dir
 
@@ -165,6 +180,7 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
         max_steps = 1
     # Validate every input before touching the output file.
     tasks = load_tasks(input_path, num_tasks, cache_dir=hf_cache_dir, task_type=task_type)
+    arguments["num_tasks_used"] = len(tasks)  # fewer than --num_tasks when the file is short
     agent_prompt = load_prompt(agent_prompt_path, "agent", task_type, single_turn)
     user_prompt = load_prompt(user_prompt_path, "user", task_type)
     if template_fields(agent_prompt) - {"dialogue_history"}:
@@ -194,14 +210,12 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
             restored = restore_pending(output_path, rows, done)
             logger.info("resuming: %d of %d rows already in %s (and %d finished ahead of them)",
                         done, len(rows), output_path, len(restored))
-        elif overwrite:
-            for path in (output_path, pending_path(output_path)):
-                if os.path.exists(path):
-                    os.remove(path)
+        elif overwrite:  # the old file stays until the new one is complete (staged_output)
+            if os.path.exists(pending_path(output_path)):
+                os.remove(pending_path(output_path))
         else:
             raise FileExistsError(f"{output_path} exists: pass --to_continue to resume it or "
                                   "--overwrite to replace it")
-    writer = OrderedRowWriter(output_path, done, restored)
     todo = [r for r in range(done, len(rows)) if r not in restored]
 
     agent = simulator = renderer = bar = None
@@ -210,64 +224,100 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
     env_kwargs = {"rejected_reply": None if stop_on_rejected_request else REJECTED_REPLY,
                   "resample_leaks": int(resample_leaks)}
     started = time.time()
-    try:
-        if task_type == "html":
-            from sweet_rl.rendering.pool import open_renderer
+    # path: output_path, or (--overwrite) a file beside it that replaces it when complete
+    with staged_output(output_path, overwrite and not to_continue) as path:
+        writer = OrderedRowWriter(path, done, restored)
+        try:
+            if task_type == "html":
+                from sweet_rl.rendering.pool import open_renderer
 
-            # The browser pool is closed in `finally` whatever happens after this point.
-            renderer, arguments["browser_version"] = open_renderer(browser, render_workers)
-            arguments["screenshot_dir"] = screenshot_dir or default_screenshot_dir(output_path)
-            env_kwargs.update(renderer=renderer, screenshot_dir=arguments["screenshot_dir"],
-                              output_path=output_path, max_image_side=max_image_side,
-                              page_placeholder=page_placeholder)
-        if todo:
-            agent_path = agent_model if agent_backend == "openai" else resolve_model(agent_model)
-            if int(pick_n) > 1:
-                agent = build_pick_agent(
-                    agent_path, int(pick_n), tasks, pick_critic, pick_critic_type,
-                    temperature=temperature, max_new_tokens=max_new_tokens, device=device,
-                    batch_size=generation_batch_size, score_tokens=pick_score_tokens,
-                    use_ground_truth=not pick_without_ground_truth,
-                    judge_base_url=pick_judge_base_url, api_key=api_key or "EMPTY", seed=seed)
-            else:
-                agent = build_agent(agent_backend, agent_path, temperature=temperature,
-                                    max_new_tokens=max_new_tokens, device=device,
-                                    batch_size=generation_batch_size, base_url=agent_base_url,
-                                    api_key=api_key, tokenizer=agent_tokenizer, seed=seed)
-            simulator = build_simulator(hostname, port, env_model,
-                                        max_tokens=simulator_max_tokens, device=device,
-                                        batch_size=generation_batch_size, api_key=api_key,
-                                        agent=agent, task_type=task_type)
-        bar = tqdm(total=len(rows), initial=len(rows) - len(todo), desc="dialogues", unit="dlg")
-        chunks = ([todo[at:at + int(batch_size)] for at in range(0, len(todo), int(batch_size))]
-                  if rollout == "lockstep" else [todo])
-        for chunk in chunks:
-            envs = [make_env(task_type, rows[r], agent_prompt, user_prompt, max_steps=max_steps,
-                             **env_kwargs) for r in chunk]
-            seeds = [row_seed(seed, first + r) for r in chunk]  # the whole run's seeds
-            keys = [first + r for r in chunk]
-            if rollout == "lockstep":
-                trajectories = run_dialogues(envs, agent, simulator, row_seeds=seeds,
-                                             progress=bar, keys=keys)
-                writer.add_many(chunk, trajectories)
-            else:
-                run_pipelined(envs, agent, simulator, seeds,
-                              lambda i, trajectory, chunk=chunk: writer.add(chunk[i], trajectory),
-                              window=int(batch_size), agent_batch=int(generation_batch_size),
-                              simulator_concurrency=int(simulator_concurrency),
-                              agent_concurrency=int(simulator_concurrency), progress=bar,
-                              keys=keys)
-        writer.finish(len(rows))
-    finally:
-        if bar is not None:
-            bar.close()
-        for component in (agent, simulator, renderer):
-            if component is not None:
-                component.close()
-    write_sidecar(output_path, arguments, "simulate")
+                # The browser pool is closed in `finally` whatever happens after this point.
+                renderer, arguments["browser_version"] = open_renderer(browser, render_workers)
+                arguments["screenshot_dir"] = screenshot_dir or default_screenshot_dir(output_path)
+                env_kwargs.update(renderer=renderer, screenshot_dir=arguments["screenshot_dir"],
+                                  output_path=output_path, max_image_side=max_image_side,
+                                  page_placeholder=page_placeholder)
+            if todo:
+                agent_path = (agent_model if agent_backend == "openai"
+                              else resolve_model(agent_model))
+                if int(pick_n) > 1:
+                    agent = build_pick_agent(
+                        agent_path, int(pick_n), all_rows, pick_critic, pick_critic_type,
+                        temperature=temperature, max_new_tokens=max_new_tokens, device=device,
+                        batch_size=generation_batch_size, score_tokens=pick_score_tokens,
+                        use_ground_truth=not pick_without_ground_truth,
+                        judge_base_url=pick_judge_base_url, api_key=api_key or "EMPTY", seed=seed)
+                else:
+                    agent = build_agent(agent_backend, agent_path, temperature=temperature,
+                                        max_new_tokens=max_new_tokens, device=device,
+                                        batch_size=generation_batch_size, base_url=agent_base_url,
+                                        api_key=api_key, tokenizer=agent_tokenizer, seed=seed)
+                simulator = build_simulator(hostname, port, env_model,
+                                            max_tokens=simulator_max_tokens, device=device,
+                                            batch_size=generation_batch_size, api_key=api_key,
+                                            agent=agent, task_type=task_type)
+            bar = tqdm(total=len(rows), initial=len(rows) - len(todo), desc="dialogues", unit="dlg")
+            _play(rows, todo, first, writer, agent, simulator, bar, seed, rollout,
+                  lambda task: make_env(task_type, task, agent_prompt, user_prompt,
+                                        max_steps=max_steps, **env_kwargs),
+                  int(batch_size), int(generation_batch_size), int(simulator_concurrency))
+            writer.finish(len(rows))
+            write_sidecar(path, arguments, "simulate")
+        finally:
+            if bar is not None:
+                bar.close()
+            for component in (agent, simulator, renderer):
+                if component is not None:
+                    component.close()
     summary = summarize(output_path)
     print(f"simulate: {summary} in {time.time() - started:.1f}s -> {output_path}")
+    _check_error_share(output_path, float(max_error_share))
     return output_path
+
+
+def _check_error_share(path: str, most: float) -> None:
+    """Refuse a run whose dialogues mostly ended in simulator errors: its rows would be graded
+    0 and pass for a bad agent."""
+    from sweet_rl.io import iter_jsonl
+
+    count = errors = 0
+    first = None
+    for row in iter_jsonl(path):
+        count += 1
+        problems = ([row["error"]] if row.get("error") else []) + list(
+            row.get("simulator_errors") or [])
+        errors += bool(problems)
+        first = first or (problems[0] if problems else None)
+    if count and errors / count > most:
+        raise ValueError(f"{errors} of {count} dialogues in {path} ended with simulator errors "
+                         f"(more than --max_error_share {most}); the first: {first}. Check "
+                         "--hostname, --port and --env_model (the served model's name)")
+
+
+def _play(rows, todo, first, writer, agent, simulator, bar, seed, rollout, make,
+          batch_size, generation_batch_size, simulator_concurrency) -> None:
+    """Play rows ``todo`` of ``rows`` (file row r is row ``first + r`` of the whole run, whose
+    seed it keeps) and hand each finished one to ``writer``."""
+    from sweet_rl.pipeline import run_pipelined
+    from sweet_rl.rollout import run_dialogues
+    from sweet_rl.seeding import row_seed
+
+    chunks = ([todo[at:at + batch_size] for at in range(0, len(todo), batch_size)]
+              if rollout == "lockstep" else [todo])
+    for chunk in chunks:
+        envs = [make(rows[r]) for r in chunk]
+        seeds = [row_seed(seed, first + r) for r in chunk]  # the whole run's seeds
+        keys = [first + r for r in chunk]
+        if rollout == "lockstep":
+            trajectories = run_dialogues(envs, agent, simulator, row_seeds=seeds,
+                                         progress=bar, keys=keys)
+            writer.add_many(chunk, trajectories)
+        else:
+            run_pipelined(envs, agent, simulator, seeds,
+                          lambda i, trajectory, chunk=chunk: writer.add(chunk[i], trajectory),
+                          window=batch_size, agent_batch=generation_batch_size,
+                          simulator_concurrency=simulator_concurrency,
+                          agent_concurrency=simulator_concurrency, progress=bar, keys=keys)
 
 
 def summarize(path: str) -> str:

@@ -50,47 +50,82 @@ def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
             --critic_head regression --pretrain meta-llama/Llama-3.1-8B-Instruct \\
             --dataset outputs/critic_pairs.jsonl --save_path outputs/critic_regression
 
+    Example (the paper's frontend critic: a Qwen2-VL that sees the reference page, on the VLM
+    critic pairs of evaluate_html.py --vlm_preference_path):
+        deepspeed --num_gpus 8 scripts/train_dpo.py --config configs/critic_frontend.json \
+            --critic_head vlm_regression --pretrain Qwen/Qwen2-VL-7B-Instruct \
+            --dataset outputs/vlm_critic_pairs.jsonl --save_path outputs/critic_vlm
+
     Example (the paper's "w/ Value Function" critic: evaluated trajectories, not pairs):
         deepspeed --num_gpus 8 scripts/train_dpo.py --config configs/critic_backend.json \\
             --critic_head value --pretrain meta-llama/Llama-3.1-8B-Instruct \\
             --dataset outputs/trajectories_evaluated.jsonl --save_path outputs/critic_value
 
     Args (unset ones come from --config, then these defaults):
-        pretrain: model to train (path or hub id). ref_pretrain: a different reference model
-            (default: pretrain). Reference log-probs are computed once before training.
+        pretrain: the model to train (path or hub id).
+        ref_pretrain: a different reference model (default: pretrain). Reference log-probs
+            are computed once, before training.
         dataset: JSONL of {"chosen", "rejected"} or {"prompt", "chosen", "rejected"};
-            other key names via chosen_key / rejected_key / prompt_key.
+            other key names via --chosen_key / --rejected_key / --prompt_key.
         save_path: output directory (HF model + tokenizer, metrics.jsonl).
-        beta: DPO beta (0.1). learning_rate (2e-7). max_epochs (1). max_len (8192): longer
-            sequences lose tokens from the left, never the end of the final response.
-        train_batch_size (8) = micro_train_batch_size (1) x processes x accumulation.
-        zero_stage: 0 = no DeepSpeed; 1/2/3 under the deepspeed launcher (configs/ds_zero*.json
-            or --deepspeed_config). bf16, gradient_checkpointing, flash_attn (sdpa if absent).
+        beta: the DPO beta (the temperature of the preference loss).
+        learning_rate: the peak learning rate.
+        max_epochs: passes over the dataset (a fraction trains on part of one).
+        max_len: the most tokens of a sequence; longer sequences lose tokens from the left,
+            never the end of the final response.
+        train_batch_size: pairs per optimizer step, = micro_train_batch_size x processes x
+            gradient accumulation steps.
+        micro_train_batch_size: pairs per forward pass on one process.
+        zero_stage: 0 = no DeepSpeed; 1, 2 or 3: DeepSpeed ZeRO under the deepspeed launcher
+            (configs/ds_zero*.json or --deepspeed_config); ignored without the launcher.
+        bf16: train in bfloat16 (mixed precision).
+        gradient_checkpointing: recompute activations in the backward pass (less memory).
+        flash_attn: use flash_attention_2 when the flash_attn package is installed (sdpa
+            attention otherwise).
         response_template: e.g. "<|start_header_id|>assistant<|end_header_id|>": train on
             every assistant turn; without it, on the response after the prompt (the prompt key,
             else the longest common token prefix of chosen and rejected).
         mean_log_prob: length-normalise: token-mean log-prob over all trained tokens (the
-            original code). per_turn_mean: sum over turns of each turn's mean (the paper);
-            overrides mean_log_prob. Neither: sum (standard DPO).
-        nll_loss_coef: weight of the chosen responses' token-mean NLL (0).
-        lr_warmup_ratio (0.03), min_lr_ratio (0.1): cosine schedule with warmup and a floor.
-        logging_steps (1), report_to ("none", "wandb", "tensorboard"), save_steps (-1: final
-            model only), seed (42), weight_decay (0), max_grad_norm (1.0).
+            original code). Neither it nor --per_turn_mean: the sum (standard DPO).
+        per_turn_mean: sum over turns of each turn's mean log-prob (the paper); overrides
+            --mean_log_prob.
+        nll_loss_coef: weight of the chosen responses' token-mean NLL added to the loss.
+        chosen_key: the dataset key holding the preferred text.
+        rejected_key: the dataset key holding the other text.
+        prompt_key: the dataset key holding a shared prompt (rows without it have none).
+        seed: the random seed of the run (data order, initialisation of a scalar head).
+        lr_warmup_ratio: share of the steps spent warming the learning rate up (cosine
+            schedule).
+        min_lr_ratio: the cosine schedule's floor, as a share of --learning_rate.
+        logging_steps: optimizer steps between two lines of metrics.jsonl.
+        report_to: where the Trainer also reports: "none", "wandb", "tensorboard" (or a list).
+        save_steps: optimizer steps between two checkpoints (-1: the final model only).
+        weight_decay: AdamW's weight decay.
+        max_grad_norm: gradients are clipped to this norm.
+        deepspeed_config: a DeepSpeed JSON file instead of configs/ds_zero{2,3}.json.
+        eval_steps: accepted for the original's commands; the held-out share is not evaluated.
+        eval_holdout: the first share of --dataset kept out of training, as the original's
+            openrlhf fork kept its first 3% as an evaluation split (0: train on all).
         use_wandb: log to Weights & Biases (the original's openrlhf flag): the API key, or
             no value to use wandb's own login; needs the wandb package. Never written to disk.
         wandb_run_name: the run's name (wandb, TrainingArguments.run_name).
-        eval_holdout (0.03): the first share of --dataset kept out of training, as the
-            original's openrlhf fork kept its first 3% as an evaluation split (0: train on all).
-        eval_steps: accepted for the original's commands; the held-out share is not evaluated.
-        ref_in_memory: keep a frozen reference model through training instead (comparison).
-        critic_head: "logprob" (default): the model above, a causal LM scored by its
-            log-probs. "regression": a linear head (hidden -> 1) on the mean of the agent's
-            last hidden states, trained with -log sigmoid(r_chosen - r_rejected) on the same
-            pairs. "value": the same head predicting success (reward >= 1.0) with a binary
+        ref_in_memory: keep a frozen reference model through training instead of computing
+            reference log-probs once beforehand (for comparison).
+        critic_head: "logprob": the model above, a causal LM scored by its log-probs.
+            "regression": a linear head (hidden -> 1) on the mean of the agent's last hidden
+            states, trained with -log sigmoid(r_chosen - r_rejected) on the same pairs.
+            "value": the same head predicting success (reward >= 1.0) with a binary
             cross-entropy; --dataset is then an evaluated trajectory file and every assistant
             turn is one row: ground-truth prefix + its input + output. A head's weights are
             saved with the backbone (score_head.*) plus critic_head.json; load them with
-            sweet_rl.training.heads.load_scalar_critic. No reference model, beta or log-prob
+            sweet_rl.training.heads.load_scalar_critic. "vlm_regression": the paper's frontend
+            critic: --pretrain is a Qwen2-VL (Qwen/Qwen2-VL-7B-Instruct in the paper), the
+            same head (without bias, as the training fork's) on the mean over every visual
+            and text token, Bradley-Terry on --dataset's VLM critic pairs ({"chosen":
+            {"image", "text"}, "rejected": {...}}, from evaluate_html.py
+            --vlm_preference_path; pictures resized to at most 1280x28x28 pixels); the
+            processor is saved with it; load it with
+            sweet_rl.training.vlm_heads.load_vlm_critic. No reference model, beta or log-prob
             reduction applies to a head; --ref_pretrain, --ref_in_memory and
             --nll_loss_coef are refused with one.
         config: JSON file of defaults, e.g. configs/critic_backend.json.
@@ -108,3 +143,14 @@ def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
         train_preference(options)
     else:
         train_scalar_critic(options)
+
+
+def help_defaults():
+    """The flags' real defaults, which ``--help`` shows: the options' own (a None in the
+    signature above means "not given", so that --config can tell what the command line set)."""
+    from sweet_rl.training.options import PreferenceOptions
+
+    return PreferenceOptions.flag_defaults()
+
+
+main.help_defaults = help_defaults

@@ -70,7 +70,7 @@ class ScriptedAgent(Agent):
     def __init__(self, tokenizer, turns: List[str]):
         self.tokenizer, self.turns = tokenizer, turns
 
-    def generate(self, conversations, seeds=None):
+    def generate(self, conversations, seeds=None, keys=None):
         from sweet_rl.hf_generation import format_chat
 
         outputs = []

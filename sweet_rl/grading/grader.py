@@ -19,6 +19,10 @@ Two rule sets (recorded by the caller with every reward):
   work), and a test expression that is itself a comparison (``f(x) == 3``) has its operands
   sent back and compared here, so the answer's ``__eq__`` cannot decide it.
 
+Besides the verdict words, each test keeps a short text of both outputs (``test_results``, see
+:mod:`~sweet_rl.grading.test_report`), written from the decoded values after the verdict, so a
+reader sees what failed and how without the grader ever running answer code to show it.
+
 Tasks are spread over ``workers`` threads, each with its own pair of worker processes, so
 grading uses every core; references are cached, so k rollouts of a task run it once.
 """
@@ -35,6 +39,7 @@ from sweet_rl.grading.code_extraction import extract_code, is_blocked
 from sweet_rl.grading.sandbox.client import SandboxWorker
 from sweet_rl.grading.sandbox.sandbox_compare import resolve, verdict
 from sweet_rl.grading.sandbox.sandbox_decode import DecodeError, decode
+from sweet_rl.grading.test_report import cut, result_entry, short_repr, status_text
 
 logger = logging.getLogger(__name__)
 
@@ -55,47 +60,95 @@ class GradeResult:
     blocked_word: Optional[str] = None
     tests: List[str] = field(default_factory=list)
     refused: int = 0  # result packets the answer wrote itself (refused, never taken as results)
+    # per test, in the task's order: {"test", "passed", "expected", "got"} (texts bounded)
+    test_results: List[Dict[str, object]] = field(default_factory=list)
 
 
 def safe_verdict(reference: List[str], answer: List[str]) -> str:
-    """:func:`_verdict` that never raises: nothing an answer returns may end a grading run;
-    an unexpected failure fails that one test and names the exception."""
+    """:func:`judge`'s verdict alone, never raising (see :func:`judge`)."""
+    return judge(reference, answer, "")[0]
+
+
+def judge(reference: List[str], answer: List[str], test: str) -> Tuple[str, Dict[str, object]]:
+    """``(verdict, test result)`` of one test, never raising: nothing an answer returns may
+    end a grading run; an unexpected failure fails that one test and names the exception.
+
+    The result (``test``, ``passed``, ``expected``, ``got``) is written from the same decoded
+    outputs the verdict compared, after the verdict, and by :mod:`test_report`'s bounded
+    writer: it cannot change a verdict, and a failure to write it only says so."""
     try:
-        return _verdict(reference, answer)
+        verdict_word, expected, got = _judge(reference, answer)
     except BaseException as error:  # noqa: BLE001 - includes RecursionError, MemoryError
-        return f"fail:{type(error).__name__}"
+        verdict_word = f"fail:{type(error).__name__}"
+        expected = got = f"(not shown: {type(error).__name__})"
+    try:
+        texts = [text if isinstance(text, str) else short_repr(text.value)
+                 for text in (expected, got)]
+    except BaseException as error:  # noqa: BLE001
+        texts = [f"(not shown: {type(error).__name__})"] * 2
+    return verdict_word, result_entry(test, verdict_word == "pass", *texts)
 
 
-def _output(detail: str):
-    """The decoded output, with a comparing test's chain applied (strict rules); raises
-    DecodeError, or what applying the chain raised (as evaluating the test would have)."""
-    return resolve(decode(detail))
+class _Shown:
+    """A decoded output, to be written as text once the verdict is made."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
 
 
-def _verdict(reference: List[str], answer: List[str]) -> str:
-    ref_status, ref_detail = reference
-    if ref_status != "ok":
-        return f"reference:{ref_status}"
-    status, detail = answer
-    if status == "error":
-        return f"error:{detail}"
+def _decoded(status: str, detail: str, whose: str):
+    """``(decoded output or None, what went wrong or None, text in its place or None)``."""
     if status != "ok":
-        return status
+        return None, None, status_text(status, detail, whose)
     try:
-        expected = _output(ref_detail)
+        return decode(detail), None, None
     except DecodeError:
-        return "reference:crash"
+        return None, "crash", cut(f"{whose} crash (unreadable output)".strip())
+
+
+def _resolved(value):
+    """The output with a comparing test's chain applied (strict rules): ``(output, None)``,
+    or ``(None, exception name)`` for what applying the chain raised (as evaluating the test
+    would have)."""
+    try:
+        return resolve(value), None
     except Exception as error:  # noqa: BLE001 - the original's eval would have given None
-        return f"reference:{type(error).__name__}"
-    if expected is None:
-        return "reference:None"
-    try:
-        got = _output(detail)
-    except DecodeError:
-        return "crash"
-    except Exception as error:  # noqa: BLE001
-        return f"error:{type(error).__name__}"
-    return verdict(expected, got)
+        return None, type(error).__name__
+
+
+def _judge(reference: List[str], answer: List[str]):
+    """``(verdict, expected, got)``: the verdict word (the published rule, see the module
+    docstring), and each output as a :class:`_Shown` value or a text saying why there is
+    none. Both outputs are decoded first, so each can be shown whatever the other did; the
+    verdict then checks in the original's order: the reference's status, the answer's status,
+    the reference's output, the answer's output, then ``==``."""
+    ref_status, ref_detail = reference
+    status, detail = answer
+    raw_expected, ref_problem, expected_text = _decoded(ref_status, ref_detail, "reference")
+    raw_got, problem, got_text = _decoded(status, detail, "")
+    expected = expected_text or _Shown(raw_expected)
+    got = got_text or _Shown(raw_got)
+    if ref_status != "ok":
+        return f"reference:{ref_status}", expected, got
+    if status == "error":
+        return f"error:{detail}", expected, got
+    if status != "ok":
+        return status, expected, got
+    if ref_problem:
+        return f"reference:{ref_problem}", expected, got
+    value, error = _resolved(raw_expected)
+    if error:
+        return f"reference:{error}", expected, got
+    if value is None:
+        return "reference:None", expected, got
+    if problem:
+        return problem, expected, got
+    output, error = _resolved(raw_got)
+    if error:
+        return f"error:{error}", expected, got
+    return verdict(value, output), expected, got
 
 
 class Grader:
@@ -185,9 +238,10 @@ class Grader:
         blocked = is_blocked(answer) if self.rules == "benchmark" else None
         code = extract_code(answer)
         if blocked:
-            return GradeResult(
-                0.0, 0, len(tests), blocked_word=blocked, tests=["blocked"] * len(tests)
-            )
+            not_run = [result_entry(test, False, "(not run: the answer was blocked)", "blocked")
+                       for test in tests]
+            return GradeResult(0.0, 0, len(tests), blocked_word=blocked,
+                               tests=["blocked"] * len(tests), test_results=not_run)
         # the reference first, then the answer: both workers share one CPU (see
         # sandbox_confine.pin_to_one_cpu), and an answer must never lose time to its reference
         key = (reference_code, tuple(tests))
@@ -199,7 +253,8 @@ class Grader:
         refused = answer_worker.refused
         outputs = answer_worker.run(code, tests, self.rules, self.timeout, self.memory_mb)
         refused = answer_worker.refused - refused
-        verdicts = [safe_verdict(r, a) for r, a in zip(reference, outputs)]
+        judged = [judge(r, a, t) for r, a, t in zip(reference, outputs, tests)]
+        verdicts = [verdict_word for verdict_word, _ in judged]
         passed = verdicts.count("pass")
         return GradeResult(passed / len(tests), passed, len(tests), tests=verdicts,
-                           refused=refused)
+                           refused=refused, test_results=[result for _, result in judged])

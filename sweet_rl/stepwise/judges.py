@@ -10,6 +10,14 @@ higher = better; the rank stage writes them as ``judge_result`` and Best-of-N pl
   Function"): a scalar head on the mean of the critic's last hidden states over the critic's
   text, context + candidate (:mod:`sweet_rl.training.heads`); ``value`` scores with the
   logit of success.
+* ``vlm_regression`` (the paper's frontend critic, Table 2): a scalar head on a Qwen2-VL
+  (:mod:`sweet_rl.training.vlm_heads`) that scores the reference page's screenshot with the
+  agent's prompt + candidate -- what its training pairs held (the dialogue as the last turn
+  saw and wrote it, and the picture). Step records carry the reference HTML, not its picture:
+  :class:`ReferenceScreenshots` finds it in the evaluated trajectory file the records were
+  sampled from (``evaluate_html.py`` stored each row's ``reference_screenshot`` there).
+  The training fork released no ranking code; scoring each candidate this way follows the
+  paper's text (the critic ranks a turn's candidates by its score).
 * ``judge`` (Figure 3a, "LLM-as-a-Judge"): a language model (the agent's base model in the
   paper) compares the candidates two at a time, given the reference and the dialogue so far;
   a candidate scores its share of the comparisons won. Each pair is asked in both orders, so
@@ -24,13 +32,14 @@ wording below is ours.
 
 from __future__ import annotations
 
+import os
 import random
 import zlib
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 from sweet_rl.records import StepSample
 
-CRITIC_TYPES = ("logprob", "regression", "value", "judge", "random")
+CRITIC_TYPES = ("logprob", "regression", "value", "vlm_regression", "judge", "random")
 
 JUDGE_SYSTEM = ("You compare two possible next replies of an assistant that is working with a "
                 "person to write what the person wants. You know the correct final answer.")
@@ -68,6 +77,15 @@ class LogProbJudge(TurnJudge):
         return [judge_results(c, s, self.use_sum) for s, c in zip(samples, scores)]
 
 
+def _per_record(samples: Sequence[StepSample], flat: Sequence[float]) -> List[List[float]]:
+    """The scores of all records' candidates, in order, cut back into one list per record."""
+    out, at = [], 0
+    for s in samples:
+        out.append([float(v) for v in flat[at:at + len(s.additional_outputs)]])
+        at += len(s.additional_outputs)
+    return out
+
+
 class HeadJudge(TurnJudge):
     """The regression or value head's score of context + candidate."""
 
@@ -79,12 +97,71 @@ class HeadJudge(TurnJudge):
 
         texts = [critic_context(s, self.use_ground_truth) + candidate
                  for s in samples for candidate in s.additional_outputs]
-        flat = self.critic.score(texts, batch_size=self.batch_size)
-        out, at = [], 0
-        for s in samples:
-            out.append([float(v) for v in flat[at:at + len(s.additional_outputs)]])
-            at += len(s.additional_outputs)
-        return out
+        return _per_record(samples, self.critic.score(texts, batch_size=self.batch_size))
+
+
+class ReferenceScreenshots:
+    """The reference page's screenshot of a step record's task, by its ``ground_truth`` HTML.
+
+    Read from evaluated frontend trajectory files (``evaluate_html.py`` output, the sample
+    stage's input): each row's ``reference_screenshot``, a path relative to its file. Keyed
+    by the HTML's hash, so the map stays small with thousands of pages.
+    """
+
+    def __init__(self, paths: Union[str, Sequence[str]]):
+        from sweet_rl.io import iter_jsonl
+        from sweet_rl.records import RecordError
+        from sweet_rl.rendering.pictures import REFERENCE_KEY
+        from sweet_rl.rendering.screenshots import page_key, resolve
+
+        self.paths = [paths] if isinstance(paths, str) else list(paths)
+        self.found: Dict[str, str] = {}
+        for path in self.paths:
+            def parse(data, path=path):
+                task = data.get("task") if isinstance(data, dict) else None
+                if not isinstance(task, dict) or not isinstance(task.get("ground_truth"), str):
+                    raise RecordError("missing: an evaluated frontend row names its reference",
+                                      field="task.ground_truth")
+                stored = data.get(REFERENCE_KEY)
+                if stored is not None and not isinstance(stored, str):
+                    raise RecordError("expected a path string", field=REFERENCE_KEY)
+                return page_key(task["ground_truth"]), resolve(stored, path)
+
+            for key, picture in iter_jsonl(path, parse):
+                if picture:
+                    self.found.setdefault(key, picture)
+
+    def __call__(self, sample: StepSample) -> str:
+        from sweet_rl.rendering.screenshots import page_key
+
+        picture = self.found.get(page_key(sample.ground_truth))
+        if picture is None:
+            start = " ".join(sample.ground_truth.split())[:60]
+            raise ValueError(f"no reference screenshot for the step record whose ground_truth "
+                             f"begins {start!r}: no row of {', '.join(self.paths)} with that "
+                             "reference has a reference_screenshot (run evaluate_html.py on "
+                             "the file the sample stage read, and pass that file)")
+        if not os.path.isfile(picture):
+            raise ValueError(f"reference screenshot {picture} (named in "
+                             f"{', '.join(self.paths)}) not found")
+        return picture
+
+
+class ImageHeadJudge(TurnJudge):
+    """The VLM critic's score of (the turn's reference screenshot, prompt + candidate).
+
+    ``critic.score(items, batch_size)`` takes (picture path, text) items;
+    ``screenshot(sample)`` gives the record's picture (a :class:`ReferenceScreenshots`).
+    """
+
+    def __init__(self, critic, screenshot, batch_size: int = 8):
+        self.critic, self.screenshot, self.batch_size = critic, screenshot, batch_size
+
+    def judge(self, samples):
+        pictures = [self.screenshot(s) for s in samples]  # every record found before scoring
+        items = [(picture, s.input + candidate)
+                 for s, picture in zip(samples, pictures) for candidate in s.additional_outputs]
+        return _per_record(samples, self.critic.score(items, batch_size=self.batch_size))
 
 
 class RandomJudge(TurnJudge):

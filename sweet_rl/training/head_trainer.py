@@ -10,6 +10,11 @@
   at ranking time -- labelled 1 when the trajectory's reward is at least 1.0 (success);
   loss :func:`~sweet_rl.training.losses.value_loss` of the success logit.
 
+* ``vlm_regression`` (the paper's frontend critic, :mod:`sweet_rl.training.vlm_heads`): VLM
+  critic pairs, encoded (pictures included) when the Trainer asks for them
+  (:class:`VLMPairDataset`), batched B chosen rows then B rejected rows; the same
+  Bradley-Terry loss.
+
 Every token of a row is pooled, so the loss masks and turn ids of the tokenised sequences do
 not matter here; only their (left-truncated) ids do.
 """
@@ -26,9 +31,14 @@ from sweet_rl.training.losses import bradley_terry_loss, value_loss
 from sweet_rl.training.masks import SequenceTokenizer, pad_batch
 from sweet_rl.training.options import TrainingOptions
 from sweet_rl.training.trainer import PreferenceTrainer
+from sweet_rl.training.vlm_heads import KIND as VLM_KIND
+from sweet_rl.training.vlm_heads import VLMHeadModel
 
 logger = logging.getLogger(__name__)
 
+# what a head model's forward takes from a batch
+MODEL_INPUTS = ("input_ids", "attention_mask", "pixel_values", "image_grid_thw",
+                "mm_token_type_ids")
 SUCCESS_REWARD = 1.0  # a backend trajectory passes every test; a frontend one matches exactly
 
 # one trajectory: the texts of its assistant turns and the label they all share
@@ -96,26 +106,60 @@ class ValueCollator:
                 "success": success}
 
 
+class VLMPairDataset(torch.utils.data.Dataset):
+    """VLM critic pairs, each encoded when the Trainer asks for it: a data set's pixels do not
+    fit in memory at once (a 7B critic's page is some 1000 image tokens of 1176 floats each)."""
+
+    def __init__(self, pairs, encoder):
+        self.pairs, self.encoder = pairs, encoder
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __getitem__(self, index: int) -> dict:
+        (image, chosen), (other, rejected) = self.pairs[index]
+        frame = self.encoder.frame(image)
+        # the two sides of a pair show the same reference page: its pixels once
+        other_frame = frame if other == image else self.encoder.frame(other)
+        return {"chosen": self.encoder.join(frame, chosen),
+                "rejected": self.encoder.join(other_frame, rejected)}
+
+
+class VLMPairCollator:
+    """B pairs -> one batch of B chosen rows then B rejected rows (:func:`vlm_batch`)."""
+
+    def __init__(self, pad_id: int, image_token_id: int):
+        self.pad_id, self.image_token_id = pad_id, image_token_id
+
+    def __call__(self, examples: List[dict]) -> Dict[str, torch.Tensor]:
+        from sweet_rl.training.vlm_heads import vlm_batch
+
+        rows = [e["chosen"] for e in examples] + [e["rejected"] for e in examples]
+        return vlm_batch(rows, self.pad_id, self.image_token_id)
+
+
 class ScalarHeadTrainer(PreferenceTrainer):
-    """The regression or value loss on a :class:`~sweet_rl.training.heads.ScalarHeadModel`.
+    """The regression or value loss on a :class:`~sweet_rl.training.heads.ScalarHeadModel`
+    (the Bradley-Terry loss on a :class:`~sweet_rl.training.vlm_heads.VLMHeadModel` too).
 
     Reuses :class:`PreferenceTrainer`'s metric averaging (``log``). Its ``_save`` adds the
     config and ``critic_head.json`` to the weights the stock Trainer writes: for a plain
     ``nn.Module`` that is its full state dict, gathered from every rank under ZeRO-3, the
-    head included.
+    head included (a VLM head's under Qwen2-VL's checkpoint names, which AutoModel reads).
     """
 
-    def __init__(self, *args, kind: str, max_len: Optional[int] = None, **kwargs):
+    def __init__(self, *args, kind: str, max_len: Optional[int] = None,
+                 head_info: Optional[dict] = None, **kwargs):
         super().__init__(*args, **kwargs)
-        if kind not in ("regression", "value"):
+        if kind not in ("regression", "value", VLM_KIND):
             raise ValueError(f"no scalar head of kind {kind!r}")
-        self.kind, self.max_len = kind, max_len
+        self.kind, self.max_len, self.head_info = kind, max_len, head_info
 
     def compute_loss(self, model, inputs: Dict[str, torch.Tensor], return_outputs: bool = False,
                      num_items_in_batch=None):
-        scores = model(input_ids=inputs["input_ids"],
-                       attention_mask=inputs["attention_mask"])  # (N,)
-        if self.kind == "regression":
+        # the rows' ids and mask; VLM rows add their pictures (turn ids, labels: not inputs)
+        scores = model(**{k: v for k, v in inputs.items() if k in MODEL_INPUTS})  # (N,)
+        if self.kind in ("regression", VLM_KIND):
             b = scores.shape[0] // 2
             chosen, rejected = scores[:b], scores[b:]  # (B,) each
             loss = bradley_terry_loss(chosen, rejected).mean()
@@ -135,18 +179,25 @@ class ScalarHeadTrainer(PreferenceTrainer):
         return (loss, outputs) if return_outputs else loss
 
     def _save(self, output_dir: Optional[str] = None, state_dict=None) -> None:
+        model = self.accelerator.unwrap_model(self.model)
+        if self.args.should_save and isinstance(model, VLMHeadModel):
+            state = state_dict if state_dict is not None else model.state_dict()
+            state_dict = model.checkpoint_state(state)  # names AutoModel reads back
         super()._save(output_dir, state_dict=state_dict)
         if self.args.should_save:
-            model = self.accelerator.unwrap_model(self.model)
-            save_head_files(model, output_dir or self.args.output_dir, self.kind, self.max_len)
+            save_head_files(model, output_dir or self.args.output_dir, self.kind, self.max_len,
+                            self.head_info)
 
 
-def load_for_training(path: str, options: TrainingOptions, use_deepspeed: bool):
-    """The agent's backbone with a new head seeded by ``--seed``. As for the log-prob critic,
-    under DeepSpeed with bf16 the weights load in bf16 (DeepSpeed keeps fp32 master copies),
-    otherwise in fp32 with the Trainer's bf16 autocast."""
+def load_for_training(path: str, options: TrainingOptions, use_deepspeed: bool,
+                      kind: str = "regression"):
+    """The backbone at ``path`` (the agent's; a Qwen2-VL for ``vlm_regression``) with a new
+    head seeded by ``--seed``. As for the log-prob critic, under DeepSpeed with bf16 the
+    weights load in bf16 (DeepSpeed keeps fp32 master copies), otherwise in fp32 with the
+    Trainer's bf16 autocast."""
     from sweet_rl.training.config import attention_implementation
 
     dtype = torch.bfloat16 if options.bf16 and use_deepspeed else torch.float32
     backbone = load_backbone(path, dtype, attention_implementation(options.flash_attn))
-    return ScalarHeadModel(backbone, seed=options.seed)
+    model_class = VLMHeadModel if kind == VLM_KIND else ScalarHeadModel
+    return model_class(backbone, seed=options.seed)

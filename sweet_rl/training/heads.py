@@ -135,18 +135,20 @@ def load_backbone(path: str, dtype: Union[str, torch.dtype] = "auto",
 
 
 def save_head_files(model: ScalarHeadModel, output_dir: str, kind: str,
-                    max_len: Optional[int] = None) -> None:
-    """``config.json`` and ``critic_head.json`` next to the weights the Trainer wrote."""
+                    max_len: Optional[int] = None, extra: Optional[dict] = None) -> None:
+    """``config.json`` and ``critic_head.json`` next to the weights the Trainer wrote;
+    ``extra``: more entries for ``critic_head.json`` (the VLM critic's image size bound)."""
     config = copy.deepcopy(model.config)
     config.architectures = [type(model.backbone).__name__]  # no lm_head was saved
     config.save_pretrained(output_dir)
-    info = {"kind": kind, "pooling": "mean", "max_len": max_len}
+    info = {"kind": kind, "pooling": "mean", "max_len": max_len, **(extra or {})}
     with open(os.path.join(output_dir, HEAD_FILE), "w", encoding="utf-8") as handle:
         handle.write(json.dumps(info, indent=2) + "\n")
 
 
-def _head_tensors(path: str) -> Dict[str, torch.Tensor]:
-    """``weight`` and ``bias`` of the head from the (possibly sharded) safetensors files."""
+def _head_tensors(path: str, names=("weight", "bias")) -> Dict[str, torch.Tensor]:
+    """The head's tensors ``names`` from the (possibly sharded) safetensors files (the VLM
+    critic's head has no bias, as the training fork's)."""
     from safetensors import safe_open
 
     index = os.path.join(path, "model.safetensors.index.json")
@@ -161,8 +163,9 @@ def _head_tensors(path: str) -> Dict[str, torch.Tensor]:
             for key in handle.keys():
                 if key.startswith(HEAD_PREFIX):
                     found[key[len(HEAD_PREFIX):]] = handle.get_tensor(key)
-    if set(found) != {"weight", "bias"}:
-        raise ValueError(f"{path}: no {HEAD_PREFIX}weight / {HEAD_PREFIX}bias in its weights")
+    if set(found) != set(names):
+        wanted = " / ".join(HEAD_PREFIX + name for name in names)
+        raise ValueError(f"{path}: no {wanted} in its weights")
     return found
 
 

@@ -89,8 +89,9 @@ _CONVERTERS = {"int": _integer, "float": _number, "bool": _boolean, "str": _text
                "Union[str, List[str]]": _reporters}
 
 
-# --critic_head: the log-prob critic (SWEET-RL) and the two scalar heads it is compared with
-CRITIC_HEADS = ("logprob", "regression", "value")
+# --critic_head: the log-prob critic (SWEET-RL), the two scalar heads it is compared with, and
+# the frontend's vision-language critic (a scalar head on a Qwen2-VL that sees the reference)
+CRITIC_HEADS = ("logprob", "regression", "value", "vlm_regression")
 
 
 def _unit_interval(flag: str, value: float) -> None:
@@ -177,7 +178,9 @@ class PreferenceOptions(TrainingOptions):
     ref_in_memory: bool = False
     # what the critic is: "logprob" (a causal LM, DPO on log-prob ratios), or a scalar head
     # on the pooled backbone (sweet_rl.training.heads): "regression" (Bradley-Terry on the
-    # same pairs) or "value" (success from evaluated trajectories); the paper's ablations
+    # same pairs) or "value" (success from evaluated trajectories), the paper's ablations;
+    # "vlm_regression" (sweet_rl.training.vlm_heads): the paper's frontend critic, a Qwen2-VL
+    # with the regression head, Bradley-Terry on VLM critic pairs (picture + dialogue)
     critic_head: str = "logprob"
 
     def __post_init__(self) -> None:

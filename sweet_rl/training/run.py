@@ -1,8 +1,9 @@
 """Training entry points: checked options in, trained Hugging Face model directory out.
 
 :func:`train_preference` (critic, agent DPO, multi-turn DPO baseline),
-:func:`train_scalar_critic` (the paper's regression-head and value-function critics,
-``--critic_head``) and :func:`train_sft` (rejection fine-tuning) share the set-up: read and
+:func:`train_scalar_critic` (the paper's regression-head and value-function critics and its
+frontend vision-language critic, ``--critic_head``) and :func:`train_sft` (rejection
+fine-tuning) share the set-up: read and
 tokenise the data before anything is written (bad input leaves ``save_path`` untouched),
 decide on DeepSpeed (only when ``zero_stage > 0`` and a launcher started the process), derive
 gradient accumulation from ``train_batch_size = micro_train_batch_size x world_size x
@@ -190,8 +191,9 @@ def train_preference(options: PreferenceOptions) -> Dict[str, Any]:
 
 
 def train_scalar_critic(options: PreferenceOptions) -> Dict[str, Any]:
-    """A scalar-head critic (``--critic_head regression`` or ``value``, see
-    :mod:`sweet_rl.training.heads`). No reference model: the score is the head's output."""
+    """A scalar-head critic (``--critic_head regression``, ``value`` or ``vlm_regression``, see
+    :mod:`sweet_rl.training.heads` and :mod:`sweet_rl.training.vlm_heads`). No reference
+    model: the score is the head's output."""
     from sweet_rl.training.data import read_preference_pairs, tokenize_pairs
     from sweet_rl.training.head_trainer import (ScalarHeadTrainer, ValueCollator,
                                                 load_for_training, read_value_rows,
@@ -201,12 +203,14 @@ def train_scalar_critic(options: PreferenceOptions) -> Dict[str, Any]:
 
     start = time.time()
     kind = options.critic_head
-    if kind not in ("regression", "value"):
-        raise ValueError(f"--critic_head {kind}: train_scalar_critic trains the regression or "
-                         "value head (the log-prob critic is train_preference)")
+    if kind not in ("regression", "value", "vlm_regression"):
+        raise ValueError(f"--critic_head {kind}: train_scalar_critic trains the regression, "
+                         "value or vlm_regression head (the log-prob critic is "
+                         "train_preference)")
     setup = _setup(options)
     options = setup.options
     pad_id = setup.tokenizer.pad_token_id
+    processing, head_info = setup.tokenizer, None
     if kind == "regression":  # the log-prob critic's pairs, read and cut the same way
         pairs = read_preference_pairs(options.dataset, options.chosen_key,
                                       options.rejected_key, options.prompt_key)
@@ -214,20 +218,41 @@ def train_scalar_critic(options: PreferenceOptions) -> Dict[str, Any]:
         collator = PreferenceCollator(pad_id)
         tokens = sum(len(e["chosen"].input_ids) + len(e["rejected"].input_ids)
                      for e in examples)
-    else:  # one row per assistant turn; the hold-out keeps whole trajectories out
+    elif kind == "value":  # one row per assistant turn; the hold-out keeps whole trajectories out
         rows = _held_out(read_value_rows(options.dataset), options, "trajectories")
         examples = tokenize_value_rows(rows, setup.seq)
         collator = ValueCollator(pad_id)
         tokens = sum(len(e["sequence"].input_ids) for e in examples)
+    else:
+        examples, collator, tokens, processing, head_info = _vlm_data(options, pad_id)
     args = setup.training_arguments()  # sets up distributed
-    model = load_for_training(options.pretrain, options, setup.use_deepspeed)
+    model = load_for_training(options.pretrain, options, setup.use_deepspeed, kind)
     trainer = ScalarHeadTrainer(
         model=model, args=args, train_dataset=examples, data_collator=collator,
-        processing_class=setup.tokenizer,
+        processing_class=processing,  # saved with the model: the VLM critic's processor
         callbacks=[MetricsJsonlCallback(os.path.join(options.save_path, "metrics.jsonl"))],
-        kind=kind, max_len=options.max_len)
+        kind=kind, max_len=options.max_len, head_info=head_info)
     result = trainer.train()
     return _finish(trainer, result, options, "train_dpo", tokens, len(examples), start)
+
+
+def _vlm_data(options: PreferenceOptions, pad_id: int):
+    """The VLM critic's pairs as a lazily encoded data set, its collator, its token count,
+    its processor and the ``critic_head.json`` entries of its image size bound. Every item's
+    length is worked out here (from the pictures' sizes, no pixels decoded), so a picture
+    too big for ``--max_len`` stops the run before anything is written."""
+    from transformers import AutoProcessor
+
+    from sweet_rl.training.head_trainer import VLMPairCollator, VLMPairDataset
+    from sweet_rl.training.vlm_heads import DEFAULT_MAX_PIXELS, VLMEncoder
+    from sweet_rl.training.vlm_pairs import read_vlm_pairs
+
+    pairs = _held_out(read_vlm_pairs(options.dataset), options, "pairs")
+    processor = AutoProcessor.from_pretrained(options.pretrain)
+    encoder = VLMEncoder(processor, options.max_len, DEFAULT_MAX_PIXELS)
+    tokens = sum(encoder.length(item) for pair in pairs for item in pair)
+    return (VLMPairDataset(pairs, encoder), VLMPairCollator(pad_id, encoder.image_token_id),
+            tokens, processor, {"max_pixels": encoder.max_pixels})
 
 
 def train_sft(options: SFTOptions) -> Dict[str, Any]:

@@ -91,17 +91,19 @@ class PreferenceTrainer(Trainer):
 
 class MetricsJsonlCallback(TrainerCallback):
     """Append each training log (loss, accuracy, rewards, margin, lr, epoch, step) as one line
-    of ``path``; main process only. The file is emptied when training starts."""
+    of ``path``; main process only. The lines go to ``<path>.partial`` while training runs and
+    replace ``path`` when it ends, so a run that fails leaves an earlier run's file as it was."""
 
     RENAME = {"learning_rate": "lr"}
 
     def __init__(self, path: str):
         self.path = path
+        self.partial = path + ".partial"
 
     def on_train_begin(self, args, state, control, **kwargs):
         if state.is_world_process_zero:
             os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-            open(self.path, "w").close()
+            open(self.partial, "w").close()
 
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero or not logs or "loss" not in logs:
@@ -110,7 +112,11 @@ class MetricsJsonlCallback(TrainerCallback):
 
         record = {self.RENAME.get(k, k): v for k, v in logs.items()}
         record.update(step=state.global_step, epoch=state.epoch)
-        append_jsonl(self.path, [record])
+        append_jsonl(self.partial, [record])
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if state.is_world_process_zero and os.path.exists(self.partial):
+            os.replace(self.partial, self.path)
 
 
 def training_arguments(options: TrainingOptions, gradient_accumulation: int,

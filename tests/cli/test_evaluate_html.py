@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO_ROOT, SHARED_COLBENCH
+from tests.conftest import REPO_ROOT, colbench_file
 
 pytest.importorskip("open_clip")
 pytest.importorskip("selenium")
@@ -29,10 +29,7 @@ SETTINGS = "ViT-B-32|none(seed=0)|center"
 
 @pytest.fixture(scope="module")
 def tasks():
-    path = SHARED_COLBENCH / "frontend_test.jsonl"
-    if not path.exists():
-        pytest.skip(f"{path} not found (real ColBench frontend tasks)")
-    with open(path) as handle:
+    with open(colbench_file("frontend_test.jsonl")) as handle:
         return [json.loads(next(handle)) for _ in range(3)]
 
 

@@ -27,13 +27,13 @@ def test_the_pick_is_the_best_judge_result_critic_minus_reference(monkeypatch):
 
     monkeypatch.setattr(ranking, "critic_items", lambda *args: [None])
     agent = CriticPickAgent.__new__(CriticPickAgent)
-    agent.n, agent.truth_of = 3, lambda messages: "truth"
+    agent.n, agent.truth_of = 3, {7: "truth"}.__getitem__
     # critic means -1, -2, -1.5; reference scores (sum, count) -> means -3, -2.5, -1
     agent.judge = LogProbJudge(_FixedCritic([(-2.0, 2), (-4.0, 2), (-3.0, 2)]))
     reference = [(-6.0, 2), (-5.0, 2), (-2.0, 2)]
     # judge = critic - reference = 2, 0.5, -0.5: the first wins although the third is likeliest
     messages = [{"role": "user", "content": "req"}]
-    scores = agent.scores(messages, "prompt", ["a", "b", "c"], reference, seed=0)
+    scores = agent.scores(messages, "prompt", ["a", "b", "c"], reference, seed=0, key=7)
     assert scores == [2.0, 0.5, -0.5]
     agent.judge = None  # random choice: seeded, within range, varies with the seed
     picks = {agent.scores(messages, "prompt", ["a", "b", "c"], reference, seed=s).index(1.0)

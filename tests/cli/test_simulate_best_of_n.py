@@ -59,3 +59,35 @@ def test_random_picks_and_refusals(tiny_model_dir, tmp_path):
     with pytest.raises(ValueError, match="needs --agent_backend hf and --task_type code"):
         simulate.main(agent_model=tiny_model_dir, output_path=str(tmp_path / "y.jsonl"),
                       pick_n=2, task_type="html", **FLAGS)
+
+
+def test_each_dialogue_is_judged_with_its_own_tasks_reference(tiny_model_dir):
+    # two tasks of one family: the same request, different hidden details; the critic must
+    # read each dialogue's own reference (the dialogue's row decides it, not its request)
+    from sweet_rl.agents.critic_pick import CriticPickAgent
+    from sweet_rl.data.mini_tasks import generate_tasks
+    from sweet_rl.environments import make_env
+    from sweet_rl.rollout import run_dialogues
+    from sweet_rl.simulators.scripted_simulator import ScriptedSimulator
+
+    tasks = generate_tasks(2, 0, "train", ["late_fee"])
+    assert tasks[0].problem_description == tasks[1].problem_description
+    assert tasks[0].ground_truth != tasks[1].ground_truth
+    seen = {}
+
+    class Recording:
+        def judge(self, samples):
+            for sample in samples:
+                seen.setdefault(sample.ground_truth, 0)
+                seen[sample.ground_truth] += 1
+            return [[0.0] * len(s.additional_outputs) for s in samples]
+
+        def close(self):
+            pass
+
+    agent = CriticPickAgent(tiny_model_dir, 2, lambda key: tasks[key].ground_truth,
+                            judge=Recording(), max_new_tokens=4)
+    envs = [make_env("code", task, "prompt", "{dialogue_history}", max_steps=2)
+            for task in tasks]
+    run_dialogues(envs, agent, ScriptedSimulator())
+    assert set(seen) == {tasks[0].ground_truth, tasks[1].ground_truth}

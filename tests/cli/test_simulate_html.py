@@ -19,7 +19,7 @@ from sweet_rl.io import read_jsonl
 from sweet_rl.records import Trajectory
 from sweet_rl.rendering.screenshots import resolve, screenshot_path
 from sweet_rl.tiny_vlm import build_tiny_vlm
-from tests.conftest import SHARED_COLBENCH
+from tests.conftest import SHARED_COLBENCH, colbench_file
 from tests.simulators.fake_openai_server import FakeOpenAIServer, Step, completion
 
 FRONTEND = SHARED_COLBENCH / "frontend_test.jsonl"
@@ -29,8 +29,7 @@ FAST = ["--max_new_tokens", "8", "--simulator_max_tokens", "8", "--max_steps", "
 
 @pytest.fixture(scope="module")
 def assets(render_assets):
-    if not FRONTEND.exists():
-        pytest.skip(f"{FRONTEND} not found")
+    colbench_file(FRONTEND.name)  # skips, naming the file, when it is missing
     return render_assets
 
 

@@ -8,7 +8,7 @@ from sweet_rl.data.websight import (
     check_columns, check_ranges, convert_row, loader_for, rewrite_image_urls,
     rewrite_image_urls_counted, row_to_task)
 from sweet_rl.records import RecordError
-from tests.conftest import SHARED_COLBENCH
+from tests.conftest import colbench_file
 
 FIXED = "https://picsum.photos/id/48"
 
@@ -59,10 +59,7 @@ def test_several_urls_are_counted():
 
 def test_published_tasks_are_already_rewritten():
     """The real ColBench frontend tasks were made by this rewrite: applying it changes nothing."""
-    path = SHARED_COLBENCH / "frontend_test.jsonl"
-    if not path.exists():
-        pytest.skip(f"{path} not present")
-    with open(path, encoding="utf-8") as handle:
+    with open(colbench_file("frontend_test.jsonl"), encoding="utf-8") as handle:
         tasks = [json.loads(line) for line in handle][:200]
     assert all(rewrite_image_urls(t["ground_truth"]) == t["ground_truth"] for t in tasks)
     assert sum(f"{FIXED}/" in t["ground_truth"] for t in tasks) > 100

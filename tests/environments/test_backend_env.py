@@ -19,7 +19,7 @@ class ScriptedAgent(Agent):
         self.scripts = scripts
         self.calls = []
 
-    def generate(self, conversations, seeds=None):
+    def generate(self, conversations, seeds=None, keys=None):
         self.calls.append(conversations)
         outs = []
         for messages in conversations:

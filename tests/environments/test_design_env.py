@@ -40,7 +40,7 @@ class ScriptedAgent(Agent):
     def __init__(self, script: List[str]):
         self.script, self.calls = script, 0
 
-    def generate(self, conversations, seeds=None):
+    def generate(self, conversations, seeds=None, keys=None):
         self.calls += 1
         return [AgentOutput(prompt=f"PROMPT{sum(m['role'] == 'assistant' for m in c)}",
                             output=self.script[sum(m["role"] == "assistant" for m in c)])

@@ -244,10 +244,13 @@ def test_viewers_take_one_argument(tmp_path):
     ]
     src = tmp_path / "temp_test_html.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    for viewer in ("visualizers/visualize_design_dialogue_histories.py",
-                   "visualizers/visualize_dialogue_histories.py"):
-        out = tmp_path / "temp_test_html.html"
-        result = _run(viewer, src)
+    code = tmp_path / "temp_test_code.jsonl"  # the backend viewer takes backend rows only
+    code.write_text(json.dumps(dict(rows[0], task=dict(task, ground_truth="def f(): pass",
+                                                       test_cases={"t": "f()"}))) + "\n")
+    for viewer, given in (("visualizers/visualize_design_dialogue_histories.py", src),
+                          ("visualizers/visualize_dialogue_histories.py", code)):
+        out = given.with_suffix(".html")
+        result = _run(viewer, given)
         assert result.returncode == 0, result.stderr
         assert result.stdout.strip().endswith(f"-> {out}") and out.exists()
         out.unlink()

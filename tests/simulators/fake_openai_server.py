@@ -34,9 +34,11 @@ def completion(text: str, finish_reason: str = "stop") -> dict:
 
 
 class FakeOpenAIServer:
-    def __init__(self, script: List[Step], models_status: int = 200):
+    def __init__(self, script: List[Step], models_status: int = 200,
+                 models: tuple = ("fake",)):
         self.script = list(script) or [Step()]
         self.models_status = models_status
+        self.models = tuple(models)  # the names GET /v1/models lists (clients check theirs)
         self.requests: List[dict] = []
         self.times: List[float] = []
         self._lock = threading.Lock()
@@ -84,7 +86,8 @@ class FakeOpenAIServer:
             def do_GET(self):
                 if self.path.rstrip("/").endswith("/v1/models"):
                     self._send(owner.models_status,
-                               {"object": "list", "data": [{"id": "fake", "object": "model"}]})
+                               {"object": "list", "data": [{"id": name, "object": "model"}
+                                                           for name in owner.models]})
                 else:
                     self._send(404, {"detail": "Not Found"})
 

@@ -136,7 +136,8 @@ def test_simulator_is_greedy_and_returns_replies():
 def test_agent_without_tokenizer_renders_messages_and_records_rejections(caplog):
     messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
     script = [Step(400, body={"error": {"message": "too long"}})]
-    with FakeOpenAIServer(script) as server, caplog.at_level(logging.WARNING):
+    with FakeOpenAIServer(script, models=("my-model",)) as server, \
+            caplog.at_level(logging.WARNING):
         agent = OpenAIAgent("my-model", server.base_url, api_key="k", max_tokens=16)
         [out] = agent.generate([messages], seeds=[1])
     assert out.output == ""
@@ -148,7 +149,7 @@ def test_agent_without_tokenizer_renders_messages_and_records_rejections(caplog)
 def test_agent_reasoning_models_use_max_completion_tokens():
     assert is_reasoning_model("o1-mini") and is_reasoning_model("openai/o3")
     assert not is_reasoning_model("gpt-4o") and not is_reasoning_model("Llama-3.1-8B")
-    with FakeOpenAIServer([Step(200)]) as server:
+    with FakeOpenAIServer([Step(200)], models=("o1-mini", "gpt-4o")) as server:
         OpenAIAgent("o1-mini", server.base_url, api_key="k", max_tokens=64).generate([HELLO])
         OpenAIAgent("gpt-4o", server.base_url, api_key="k", temperature=0.5,
                     max_tokens=64).generate([HELLO])
@@ -160,9 +161,9 @@ def test_agent_reasoning_models_use_max_completion_tokens():
 
 def test_agent_api_key_from_environment(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
-    with FakeOpenAIServer([Step(200)]) as server:
+    with FakeOpenAIServer([Step(200)], models=("gpt-4o",)) as server:
         agent = OpenAIAgent("gpt-4o", server.base_url)
     assert agent.client._client.api_key == "sk-from-env"
     monkeypatch.delenv("OPENAI_API_KEY")
-    with FakeOpenAIServer([Step(200)]) as server:
+    with FakeOpenAIServer([Step(200)], models=("gpt-4o",)) as server:
         assert OpenAIAgent("gpt-4o", server.base_url).client._client.api_key == "EMPTY"

@@ -3,9 +3,12 @@
 One server for the whole module: starting it (interpreter, torch, model load) takes seconds.
 """
 
+import re
+
 import pytest
 
 from sweet_rl.agents.openai_agent import OpenAIAgent
+from sweet_rl.openai_compat import ModelNotServed
 from sweet_rl.simulators.openai_simulator import OpenAISimulator
 from tests.serve_helpers import build_tiny, transformers_serve
 
@@ -43,9 +46,15 @@ def test_simulator_replies_through_transformers_serve(served):
     assert [r.text for r in again] == [r.text for r in replies]
 
 
-def test_wrong_model_name_is_a_rejected_request(served):
-    _, base_url = served
-    simulator = OpenAISimulator("some-other-model", base_url=base_url, max_tokens=4)
+def test_wrong_model_name_is_refused_at_start_with_the_served_names(served):
+    model_dir, base_url = served
+    # the model list says what the server serves: a wrong name stops the run before any work
+    with pytest.raises(ModelNotServed, match=r"does not serve a model named 'some-other-model'; "
+                                             r"it serves: .*" + re.escape(model_dir)):
+        OpenAISimulator("some-other-model", base_url=base_url, max_tokens=4)
+    # unchecked, every request would be refused instead (what a run used to do silently)
+    simulator = OpenAISimulator("some-other-model", base_url=base_url, max_tokens=4,
+                                check=False)
     [reply] = simulator.reply_batch(CONVERSATIONS[:1])
     assert reply.text is None and "400" in reply.error and "pinned" in reply.error
 

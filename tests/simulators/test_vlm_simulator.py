@@ -126,7 +126,7 @@ def test_factory_picks_the_vlm_for_html_without_hostname(tiny_vlm):
 
 def test_http_simulator_sends_the_parts_unchanged():
     messages = conversation(PAGE)
-    with FakeOpenAIServer([]) as server:
+    with FakeOpenAIServer([], models=("Qwen/Qwen2-VL-72B-Instruct",)) as server:
         sim = build_simulator(server.base_url, 0, "Qwen/Qwen2-VL-72B-Instruct", task_type="html")
         assert isinstance(sim, OpenAISimulator)
         [reply] = sim.reply_batch([messages])

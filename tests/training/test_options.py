@@ -76,7 +76,7 @@ def test_critic_head_is_checked_and_named():
     with pytest.raises(ValueError) as err:
         PreferenceOptions(critic_head="linear")
     assert str(err.value) == ("--critic_head must be one of logprob, regression, value, "
-                              "got 'linear'")
+                              "vlm_regression, got 'linear'")
     for flag, value in (("nll_loss_coef", 0.01), ("ref_pretrain", "other"),
                         ("ref_in_memory", True)):
         with pytest.raises(ValueError, match=f"--{flag} needs --critic_head logprob"):
