@@ -240,6 +240,15 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
             if todo:
                 agent_path = (agent_model if agent_backend == "openai"
                               else resolve_model(agent_model))
+
+                def make_simulator(agent=None):
+                    return build_simulator(hostname, port, env_model,
+                                           max_tokens=simulator_max_tokens, device=device,
+                                           batch_size=generation_batch_size, api_key=api_key,
+                                           agent=agent, task_type=task_type)
+
+                if hostname:  # a server checks in seconds: before a large agent loads
+                    simulator = make_simulator()
                 if int(pick_n) > 1:
                     agent = build_pick_agent(
                         agent_path, int(pick_n), all_rows, pick_critic, pick_critic_type,
@@ -252,10 +261,8 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
                                         max_new_tokens=max_new_tokens, device=device,
                                         batch_size=generation_batch_size, base_url=agent_base_url,
                                         api_key=api_key, tokenizer=agent_tokenizer, seed=seed)
-                simulator = build_simulator(hostname, port, env_model,
-                                            max_tokens=simulator_max_tokens, device=device,
-                                            batch_size=generation_batch_size, api_key=api_key,
-                                            agent=agent, task_type=task_type)
+                if simulator is None:  # in process: it may share the agent's model
+                    simulator = make_simulator(agent)
             bar = tqdm(total=len(rows), initial=len(rows) - len(todo), desc="dialogues", unit="dlg")
             _play(rows, todo, first, writer, agent, simulator, bar, seed, rollout,
                   lambda task: make_env(task_type, task, agent_prompt, user_prompt,
