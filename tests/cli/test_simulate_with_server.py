@@ -7,6 +7,7 @@ import pytest
 
 from sweet_rl.cli import simulate
 from sweet_rl.io import read_jsonl
+from sweet_rl.openai_compat import ChatClient, ModelNotServed
 from sweet_rl.records import Trajectory
 from sweet_rl.simulators.base import SimulatorUnavailable
 from tests.serve_helpers import free_port, transformers_serve
@@ -38,15 +39,34 @@ def test_dialogues_with_the_served_simulator(server, tiny_model_dir, tmp_path):
         assert replies and all(0 < len(t.content) <= 400 for t in replies)
 
 
-def test_wrong_served_model_name_is_recorded_in_every_dialogue(server, tiny_model_dir, tmp_path,
-                                                              capsys):
+@pytest.fixture
+def skip_start_check(monkeypatch):
+    # A wrong model name now fails at start (ModelNotServed, tested in
+    # test_newcomer_mistakes.py). A request can still be rejected mid-run (the server was
+    # restarted with another model); skipping the start check makes the real server reject
+    # every request, which is what these tests need.
+    monkeypatch.setattr(ChatClient, "check_reachable", lambda self, timeout=5.0: None)
+
+
+def test_wrong_served_model_fails_at_start(server, tiny_model_dir, tmp_path):
+    port = int(server.rsplit(":", 1)[1].split("/")[0])
+    out = tmp_path / "traj.jsonl"
+    with pytest.raises(ModelNotServed, match="not-the-served-model.*it serves"):
+        simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
+                      env_model="not-the-served-model", num_tasks=1, output_path=str(out),
+                      device="cpu")
+    assert not out.exists()
+
+
+def test_rejected_requests_are_recorded_in_every_dialogue(server, tiny_model_dir, tmp_path,
+                                                          capsys, skip_start_check):
     # As in the original, a rejected request makes the human say "No response." and the
     # dialogue goes on; each rejection is recorded in the row and counted in the metrics line.
     port = int(server.rsplit(":", 1)[1].split("/")[0])
     out = tmp_path / "traj.jsonl"
     simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
                   env_model="not-the-served-model", num_tasks=1, max_steps=3, max_new_tokens=8,
-                  output_path=str(out), device="cpu")
+                  output_path=str(out), device="cpu", max_error_share=1.0)
     [traj] = read_jsonl(str(out), Trajectory.from_dict)
     assert "error" not in traj.extra and len(traj.assistant_turns) == 3
     assert [t.content for t in traj.dialogue_history[2::2]] == ["No response."] * 2
@@ -56,13 +76,14 @@ def test_wrong_served_model_name_is_recorded_in_every_dialogue(server, tiny_mode
 
 
 def test_stop_on_rejected_request_ends_the_dialogue_with_the_error(
-    server, tiny_model_dir, tmp_path
+    server, tiny_model_dir, tmp_path, skip_start_check
 ):
     port = int(server.rsplit(":", 1)[1].split("/")[0])
     out = tmp_path / "traj.jsonl"
     simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
                   env_model="not-the-served-model", num_tasks=1, max_steps=3, max_new_tokens=8,
-                  output_path=str(out), device="cpu", stop_on_rejected_request=True)
+                  output_path=str(out), device="cpu", stop_on_rejected_request=True,
+                  max_error_share=1.0)
     [traj] = read_jsonl(str(out), Trajectory.from_dict)
     assert traj.extra["error"].startswith("simulator: HTTP 400")
     assert len(traj.assistant_turns) == 1 and traj.answer == "No answer"
