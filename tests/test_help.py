@@ -281,3 +281,30 @@ def test_recipes_answer_help_at_once_and_write_nothing(recipe, flag, tmp_path):
     knobs = re.findall(r"^  ([A-Z][A-Z0-9_]*)=\$\{\1:-", done.stdout, re.M)
     assert knobs, done.stdout
     assert os.listdir(tmp_path) == []  # the working folder, HOME and every OUT stay empty
+
+
+# -- the helper commands the miniature and the demo run with python -m -------------------
+
+HELPERS = sorted(set(name[:-3] for name in os.listdir(REPO_ROOT / "sweet_rl" / "cli")
+                     if name.endswith(".py") and name[:-3] not in ("__init__", "common",
+                                                                     "helptext", "main",
+                                                                     "evaluate_common"))
+                 - set(STAGES.values()))
+
+
+def test_the_helper_list_is_the_miniature_and_demo_commands():
+    assert {"mini_best_of_n", "mini_copy_check", "mini_critic_check", "mini_table",
+            "mini_warm_start", "offline_demo"} <= set(HELPERS)
+
+
+@pytest.mark.parametrize("module", HELPERS)
+def test_every_helper_command_describes_each_flag(module):
+    done = subprocess.run([sys.executable, "-m", f"sweet_rl.cli.{module}", "--help"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, env=ENV)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith("usage: ")
+    main = importlib.import_module(f"sweet_rl.cli.{module}").main
+    described = parse_docstring(inspect.getdoc(main)).args
+    for name in inspect.signature(main).parameters:
+        assert described.get(name), f"{module}: --{name} has no description"
+    assert "(not described)" not in done.stdout

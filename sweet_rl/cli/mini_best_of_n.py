@@ -77,15 +77,29 @@ def main(agent_model: str, tasks: str, output_dir: str, critic: Optional[str] = 
          judge: Optional[str] = None):
     """Success (%) on ``tasks`` when a chooser picks among N sampled replies at every turn.
 
-    rollouts: dialogues per task (more rows, less noise in each point of the curve).
-    score_tokens: the critics' scored span (see rank_best_of_n); ``candidate`` by default, as
-    the miniature's rank stage uses (docs/mini_reproduction.md says why).
-    agent_prompt_path: the agent's system message (the warm folder's ``agent_prompt.txt``;
-    default: the bundled prompt).
-    critic_regression, critic_value: critics trained with ``train_dpo.py --critic_head
-    regression|value`` (paper Table 3's regression head, Figure 3a's value function);
-    judge: a model that judges the candidates pairwise (Figure 3a's LLM-as-a-Judge; the paper
-    uses the agent's base model). Each given one is one more curve.
+    Args:
+        agent_model: the agent that samples the N replies (the warm folder's ``agent``).
+        tasks: miniature tasks (JSONL, the warm folder's ``test_tasks.jsonl``).
+        output_dir: where ``best_of_n.json`` (and one dialogue file per chooser and N, under
+            ``best_of_n/``) are written.
+        critic: the SWEET critic (trained with the reference); one curve.
+        critic_no_gt: the critic trained without training-time information; one curve.
+        ns: the values of N, comma-separated.
+        num_tasks: the first this many tasks (default: all).
+        seed: sampling seed (each dialogue's seed derives from it and its row).
+        temperature: the agent's sampling temperature.
+        max_new_tokens: the longest reply the agent writes.
+        max_steps: turns per dialogue.
+        rollouts: dialogues per task (more rows, less noise in each point of the curve).
+        score_tokens: the critics' scored span (see rank_best_of_n); ``candidate`` by default,
+            as the miniature's rank stage uses (docs/mini_reproduction.md says why).
+        device: torch device (default: cuda when available, else cpu).
+        agent_prompt_path: the agent's system message (the warm folder's
+            ``agent_prompt.txt``; default: the bundled prompt).
+        critic_regression / critic_value: critics trained with ``train_dpo.py --critic_head
+            regression|value`` (paper Table 3's regression head, Figure 3a's value function).
+        judge: a model that judges the candidates pairwise (Figure 3a's LLM-as-a-Judge; the
+            paper uses the agent's base model). Each critic given is one more curve.
     """
     arguments = dict(locals())
     from sweet_rl.agents.critic_pick import CriticPickAgent

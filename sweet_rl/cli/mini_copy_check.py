@@ -35,8 +35,18 @@ def main(agent_model: str, tasks: str, num_tasks: int = 30,
          agent_prompt_path: Optional[str] = None, max_new_tokens: int = 192,
          output_path: Optional[str] = None, device: Optional[str] = None):
     """Share of ``num_tasks`` asker dialogues (of ``tasks``) whose final answer, written
-    greedily by ``agent_model``, is the reference. ``agent_prompt_path``: the agent's system
-    message (the warm folder's ``agent_prompt.txt``; default: the bundled prompt)."""
+    greedily by ``agent_model``, is the reference.
+
+    Args:
+        agent_model: the warm agent to check.
+        tasks: miniature tasks (JSONL; the warm folder's ``train_tasks.jsonl``).
+        num_tasks: how many asker dialogues (the first tasks of ``tasks``).
+        agent_prompt_path: the agent's system message (the warm folder's
+            ``agent_prompt.txt``; default: the bundled prompt).
+        max_new_tokens: the longest final answer the agent writes.
+        output_path: also write ``{"copied", "checked", "share"}`` here (JSON).
+        device: torch device (default: cuda when available, else cpu).
+    """
     arguments = dict(locals())
     import json
 

@@ -80,7 +80,12 @@ def agreement(values: Sequence[Sequence[int]], judges: Sequence[Sequence[float]]
 
 
 def main(*ranked_paths: str, seed: int = 0):
-    """One line per ranked file: the critic's agreement with the miniature's oracle."""
+    """One line per ranked file: the critic's agreement with the miniature's oracle.
+
+    Args:
+        ranked_paths: ranked step records (``rank_best_of_n`` output), one or more.
+        seed: seed of the random pick the critic's top pick is compared with.
+    """
     from sweet_rl.io import read_jsonl
 
     if not ranked_paths:

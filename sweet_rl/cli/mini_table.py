@@ -76,7 +76,13 @@ def render(found: Dict[str, Dict[int, Dict[str, float]]], seconds: Optional[floa
 
 
 def main(output_dir: str, seconds: Optional[float] = None):
-    """Print and write the table of the evaluations under ``output_dir``."""
+    """Print and write the table of the evaluations under ``output_dir``.
+
+    Args:
+        output_dir: a miniature run's folder (``seed*/eval_*.jsonl`` under it); the table is
+            written there as ``table.md`` and ``table.json``.
+        seconds: the run's wall time, printed under the table.
+    """
     found = collect(output_dir)
     if not found:
         raise ValueError(f"{output_dir}: no seed*/eval_*.jsonl files")

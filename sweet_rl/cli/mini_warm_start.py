@@ -28,14 +28,27 @@ def main(output_dir: str, num_train_tasks: int = 240, num_test_tasks: int = 30,
          num_drills: int = 1500, families=None, agent_prompt_path: str = "auto"):
     """Build the base model and write the tasks and the mixed scripted dialogues.
 
-    ``families``: comma-separated family names (``late_fee``; default all four) to restrict
-    the tasks to: the smaller miniature of the learning test and the demo. The drills (and
-    the tokenizer's corpus) keep every family's details: drills of one family's three details
-    did not teach the copy at all (1602 updates: 3 of 36 values right on fresh drills), and
-    drills of all nine carry twice the copies per row.
-    ``agent_prompt_path``: the agent's system message in every dialogue and drill (``auto``:
-    the bundled one; ``mini``: the short miniature prompt); copied to ``agent_prompt.txt``,
-    which every later stage of the miniature passes as ``--agent_prompt_path``."""
+    Args:
+        output_dir: the warm folder (base model, tasks, dialogues, drills, prompt).
+        num_train_tasks: train tasks generated (the offline data's tasks).
+        num_test_tasks: held-out tasks generated (every evaluation's tasks).
+        mix: shares of the scripted askers in the SFT dialogues (``name=share``,
+            comma-separated; good askers, guessers, wasters).
+        seed: seed of the tasks, the dialogues and the base model's weights.
+        hidden_size: the base model's hidden size.
+        num_layers: the base model's number of layers.
+        tie_embeddings: tie the input and output embeddings.
+        num_drills: recall drills written beside the dialogues.
+        families: comma-separated family names (``late_fee``; default all four) to restrict
+            the tasks to: the smaller miniature of the learning test and the demo. The drills
+            (and the tokenizer's corpus) keep every family's details: drills of one family's
+            three details did not teach the copy at all (1602 updates: 3 of 36 values right on
+            fresh drills), and drills of all nine carry twice the copies per row.
+        agent_prompt_path: the agent's system message in every dialogue and drill (``auto``:
+            the bundled one; ``mini``: the short miniature prompt); copied to
+            ``agent_prompt.txt``, which every later stage of the miniature passes as
+            ``--agent_prompt_path``.
+    """
     arguments = dict(locals())
     from sweet_rl.data.mini_drills import build_drills
     from sweet_rl.data.mini_tasks import corpus, generate_tasks, select_families

@@ -17,7 +17,17 @@ from sweet_rl.data.offline_demo import ROLLOUTS, build_offline_trajectories
 
 def main(output_path: str, tokenizer: Optional[str] = None, input_path: Optional[str] = None,
          rollouts: int = ROLLOUTS, task_type: str = "code", screenshot_dir: Optional[str] = None):
-    """Write the scripted offline trajectories (unevaluated) to ``output_path``."""
+    """Write the scripted offline trajectories (unevaluated) to ``output_path``.
+
+    Args:
+        output_path: the trajectories (JSONL, the simulate stage's layout).
+        tokenizer: a model or tokenizer folder whose chat template lays out the agent's prompts
+            (default: the bundled tiny model's).
+        input_path: the tasks (default: the bundled demo tasks).
+        rollouts: dialogues per task (scripted agents, some of which succeed).
+        task_type: ``code`` (backend) or ``html`` (frontend; the pages are rendered).
+        screenshot_dir: where frontend screenshots go (``--task_type html``).
+    """
     arguments = dict(locals())
     from sweet_rl.data.tasks import load_tasks
     from sweet_rl.factory import resolve_model
