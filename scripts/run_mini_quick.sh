@@ -10,7 +10,10 @@
 #     minutes on 2 cores per training (build_mini_agent.sh trains again when the copy is not
 #     learnt);
 #   - a lower learning rate for the agent's DPO (3e-5 instead of 1e-4): this warm agent already
-#     succeeds about half the time, and 1e-4 taught it to stop answering (15% success).
+#     succeeds about half the time, and 1e-4 taught it to stop answering (15% success);
+#   - the Best-of-N curve with the two log-prob critics and random choice only, to stay near
+#     30 minutes: BON_CRITICS="regression value judge" adds Figure 3a's other critics (two
+#     more critic trainings and three more curves).
 # Every other setting is run_mini_reproduction.sh's, and any of its variables (SEEDS, METHODS,
 # BON_NS, ...) or build_mini_agent.sh's can still be set.
 #
@@ -28,4 +31,5 @@ export DRILLS=${DRILLS:-2000}
 export EPOCHS=${EPOCHS:-6}
 export OFFLINE_TASKS=${OFFLINE_TASKS:-120}
 export AGENT_LR=${AGENT_LR:-3e-5}
+export BON_CRITICS=${BON_CRITICS-}
 exec bash scripts/run_mini_reproduction.sh
