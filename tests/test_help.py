@@ -16,7 +16,8 @@ import pytest
 from fire import core, decorators
 
 from sweet_rl.cli.common import CommandLineError, check_command_line
-from sweet_rl.cli.helptext import parse_docstring, readable_type, render_help, show_default
+from sweet_rl.cli.helptext import (add_args, parse_docstring, readable_type, render_help,
+                                   show_default)
 from sweet_rl.cli.main import STAGES
 from tests.conftest import REPO_ROOT
 
@@ -61,6 +62,20 @@ def test_parse_docstring_without_an_args_section_or_text():
     # a line at the entry indent that is not ``name:`` continues the open entry
     assert parse_docstring("S.\n\nArgs:\n    x: one.\n    More about x.\n").args == {
         "x": "one. More about x."}
+
+
+def test_add_args_puts_shared_entries_inside_the_args_section():
+    added = add_args(DOC, """
+        extra: written once
+            for two stages.
+    """)
+    parsed = parse_docstring(added)
+    assert parsed.args["extra"] == "written once for two stages."
+    assert "not_a_flag" not in parsed.args  # still after the section, not in it
+    assert {k: v for k, v in parsed.args.items() if k != "extra"} == parse_docstring(DOC).args
+    assert add_args(None, "x: y.") is None  # python -OO
+    with pytest.raises(ValueError):
+        add_args("No section.", "x: y.")
 
 
 @pytest.mark.parametrize("annotation, shown", [

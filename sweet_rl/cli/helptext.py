@@ -83,6 +83,35 @@ def parse_docstring(doc: Optional[str]) -> Docstring:
     return parsed
 
 
+def add_args(doc: Optional[str], entries: str) -> Optional[str]:
+    """``doc`` with ``entries`` (``name: text`` lines, written at any indent) added at the end
+    of its ``Args:`` section, at the indent of its own entries.
+
+    For flags that several stages describe word for word (the training stages': see
+    ``sweet_rl.training.options.SHARED_FLAG_HELP``): the text is written once and still lands
+    in each ``main.__doc__``, which :func:`parse_docstring` and ``help(main)`` read.
+    """
+    if doc is None:  # python -OO drops docstrings
+        return doc
+    lines = doc.splitlines()
+    start = next((i for i, line in enumerate(lines) if _SECTION.match(line)), None)
+    if start is None:
+        raise ValueError("a docstring without an Args: section has nowhere to add entries")
+    base = len(_SECTION.match(lines[start]).group("indent"))
+    end, indent = start + 1, None
+    for number in range(start + 1, len(lines)):  # the section's end, as parse_docstring finds it
+        depth = len(lines[number]) - len(lines[number].lstrip())
+        if not lines[number].strip():
+            continue
+        if depth <= base:
+            break
+        indent = depth if indent is None else indent  # the first entry's indent
+        end = number + 1
+    margin = " " * (base + 4 if indent is None else indent)
+    added = textwrap.indent(textwrap.dedent(entries).strip("\n"), margin).splitlines()
+    return "\n".join(lines[:end] + added + lines[end:])
+
+
 def _split_top(text: str, separator: str) -> List[str]:
     """``text`` split at ``separator`` outside brackets."""
     parts, depth, current = [], 0, ""

@@ -12,6 +12,9 @@ from typing import Optional
 
 from fire.decorators import SetParseFn
 
+from sweet_rl.cli.helptext import add_args
+from sweet_rl.training.options import SHARED_FLAG_HELP
+
 
 # a wandb key or run name is text even when it looks like a number ("1e5", "0123")
 @SetParseFn(str, "use_wandb", "wandb_run_name")
@@ -67,21 +70,13 @@ def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
             are computed once, before training.
         dataset: JSONL of {"chosen", "rejected"} or {"prompt", "chosen", "rejected"};
             other key names via --chosen_key / --rejected_key / --prompt_key.
-        save_path: output directory (HF model + tokenizer, metrics.jsonl).
         beta: the DPO beta (the temperature of the preference loss).
-        learning_rate: the peak learning rate.
         max_epochs: passes over the dataset (a fraction trains on part of one).
         max_len: the most tokens of a sequence; longer sequences lose tokens from the left,
             never the end of the final response.
         train_batch_size: pairs per optimizer step, = micro_train_batch_size x processes x
             gradient accumulation steps.
         micro_train_batch_size: pairs per forward pass on one process.
-        zero_stage: 0 = no DeepSpeed; 1, 2 or 3: DeepSpeed ZeRO under the deepspeed launcher
-            (configs/ds_zero*.json or --deepspeed_config); ignored without the launcher.
-        bf16: train in bfloat16 (mixed precision).
-        gradient_checkpointing: recompute activations in the backward pass (less memory).
-        flash_attn: use flash_attention_2 when the flash_attn package is installed (sdpa
-            attention otherwise).
         response_template: e.g. "<|start_header_id|>assistant<|end_header_id|>": train on
             every assistant turn; without it, on the response after the prompt (the prompt key,
             else the longest common token prefix of chosen and rejected).
@@ -94,21 +89,6 @@ def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
         rejected_key: the dataset key holding the other text.
         prompt_key: the dataset key holding a shared prompt (rows without it have none).
         seed: the random seed of the run (data order, initialisation of a scalar head).
-        lr_warmup_ratio: share of the steps spent warming the learning rate up (cosine
-            schedule).
-        min_lr_ratio: the cosine schedule's floor, as a share of --learning_rate.
-        logging_steps: optimizer steps between two lines of metrics.jsonl.
-        report_to: where the Trainer also reports: "none", "wandb", "tensorboard" (or a list).
-        save_steps: optimizer steps between two checkpoints (-1: the final model only).
-        weight_decay: AdamW's weight decay.
-        max_grad_norm: gradients are clipped to this norm.
-        deepspeed_config: a DeepSpeed JSON file instead of configs/ds_zero{2,3}.json.
-        eval_steps: accepted for the original's commands; the held-out share is not evaluated.
-        eval_holdout: the first share of --dataset kept out of training, as the original's
-            openrlhf fork kept its first 3% as an evaluation split (0: train on all).
-        use_wandb: log to Weights & Biases (the original's openrlhf flag): the API key, or
-            no value to use wandb's own login; needs the wandb package. Never written to disk.
-        wandb_run_name: the run's name (wandb, TrainingArguments.run_name).
         ref_in_memory: keep a frozen reference model through training instead of computing
             reference log-probs once beforehand (for comparison).
         critic_head: "logprob": the model above, a causal LM scored by its log-probs.
@@ -129,7 +109,6 @@ def main(pretrain: Optional[str] = None, ref_pretrain: Optional[str] = None,
             reduction applies to a head; --ref_pretrain, --ref_in_memory and
             --nll_loss_coef are refused with one.
         config: JSON file of defaults, e.g. configs/critic_backend.json.
-        local_rank: set by the deepspeed launcher.
     """
     explicit = dict(locals())
     from sweet_rl.training.config import build_options
@@ -154,3 +133,5 @@ def help_defaults():
 
 
 main.help_defaults = help_defaults
+# the flags train_sft describes in the same words: their text is written once, in the options
+main.__doc__ = add_args(main.__doc__, SHARED_FLAG_HELP)

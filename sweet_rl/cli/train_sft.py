@@ -11,6 +11,9 @@ from typing import Optional
 
 from fire.decorators import SetParseFn
 
+from sweet_rl.cli.helptext import add_args
+from sweet_rl.training.options import SHARED_FLAG_HELP
+
 
 # a wandb key or run name is text even when it looks like a number ("1e5", "0123")
 @SetParseFn(str, "use_wandb", "wandb_run_name")
@@ -39,40 +42,16 @@ def main(pretrain: Optional[str] = None, dataset: Optional[str] = None,
     Args (unset ones come from --config, then these defaults):
         pretrain: the model to fine-tune (path or hub id).
         dataset: trajectories with "reward" (evaluate's output).
-        save_path: output directory (HF model + tokenizer, metrics.jsonl).
         min_reward: keep the rows whose reward is at least this (1.0: all hidden tests passed).
-        learning_rate: the peak learning rate.
         max_epochs: passes over the kept rows (a fraction trains on part of one).
         max_len: the most tokens of a sequence; longer ones lose tokens from the left.
         train_batch_size: rows per optimizer step, = micro_train_batch_size x processes x
             gradient accumulation steps.
         micro_train_batch_size: rows per forward pass on one process.
-        zero_stage: 0 = no DeepSpeed; 1, 2 or 3: DeepSpeed ZeRO under the deepspeed launcher
-            (configs/ds_zero*.json or --deepspeed_config); ignored without the launcher.
-        bf16: train in bfloat16 (mixed precision).
-        gradient_checkpointing: recompute activations in the backward pass (less memory).
-        flash_attn: use flash_attention_2 when the flash_attn package is installed (sdpa
-            attention otherwise).
         response_template: the marker of the agent's turns, which are the tokens trained on
             ("" trains on every token).
         seed: the random seed of the run (data order).
-        lr_warmup_ratio: share of the steps spent warming the learning rate up (cosine
-            schedule).
-        min_lr_ratio: the cosine schedule's floor, as a share of --learning_rate.
-        logging_steps: optimizer steps between two lines of metrics.jsonl.
-        report_to: where the Trainer also reports: "none", "wandb", "tensorboard" (or a list).
-        save_steps: optimizer steps between two checkpoints (-1: the final model only).
-        weight_decay: AdamW's weight decay.
-        max_grad_norm: gradients are clipped to this norm.
-        deepspeed_config: a DeepSpeed JSON file instead of configs/ds_zero{2,3}.json.
-        eval_steps: accepted for the original's commands; the held-out share is not evaluated.
-        eval_holdout: the first share of --dataset kept out of training, as the original's
-            openrlhf fork kept its first 3% as an evaluation split (0: train on all).
-        use_wandb: log to Weights & Biases (the original's openrlhf flag): the API key, or
-            no value to use wandb's own login; needs the wandb package. Never written to disk.
-        wandb_run_name: the run's name (wandb, TrainingArguments.run_name).
         config: JSON file of defaults, e.g. configs/rft_backend.json.
-        local_rank: set by the deepspeed launcher.
     """
     explicit = dict(locals())
     from sweet_rl.training.config import build_options
@@ -94,3 +73,5 @@ def help_defaults():
 
 
 main.help_defaults = help_defaults
+# the flags train_dpo describes in the same words: their text is written once, in the options
+main.__doc__ = add_args(main.__doc__, SHARED_FLAG_HELP)

@@ -28,7 +28,7 @@ import contextlib
 import copy
 import json
 import os
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Type, Union
 
 import torch
 from torch import nn
@@ -218,6 +218,42 @@ class ScalarCritic:
         return scores
 
 
+def load_head_model(path: str, model_class: Type[ScalarHeadModel], kinds: Sequence[str],
+                    what: str, device: Optional[Union[str, torch.device]] = None,
+                    dtype: Union[str, torch.dtype] = "auto") -> Tuple[ScalarHeadModel, dict]:
+    """``(model, info)``: the critic saved at ``path`` as ``model_class`` (a
+    :class:`ScalarHeadModel`), in eval mode on ``device``, and its ``critic_head.json``.
+
+    One loader for the text and the VLM critics, so that both read the head file and choose
+    device and dtype by the same rule (see :func:`load_scalar_critic`). ``kinds``: the head
+    kinds the caller can score; ``what`` names such a critic in the error for a path without
+    a head file (a log-prob critic, a plain LM).
+    """
+    head_file = os.path.join(path, HEAD_FILE)
+    if not os.path.exists(head_file):
+        raise FileNotFoundError(f"{head_file} not found: {path} is not {what} (train one with "
+                                f"train_dpo.py --critic_head {'|'.join(kinds)})")
+    with open(head_file, encoding="utf-8") as handle:
+        info = json.load(handle)
+    if info.get("kind") not in kinds or info.get("pooling", "mean") != "mean":
+        raise ValueError(f"{head_file}: not a {' or '.join(kinds)} head: {info}")
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if dtype is None or dtype == "auto":
+        bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+        dtype = torch.bfloat16 if bf16 else torch.float32
+    elif isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    model = model_class(load_backbone(path, dtype))
+    # float32 whatever the backbone's dtype: a bf16 head would round every score
+    head = model.score_head.float()
+    names = ("weight",) if head.bias is None else ("weight", "bias")  # the VLM head: no bias
+    tensors = _head_tensors(path, names)
+    with torch.no_grad():
+        for name in names:
+            getattr(head, name).copy_(tensors[name].float())  # weight (1, H), bias (1,)
+    return model.to(device).eval(), info
+
+
 def load_scalar_critic(path: str, device: Optional[Union[str, torch.device]] = None,
                        dtype: Union[str, torch.dtype] = "auto") -> ScalarCritic:
     """Load a critic saved by ``train_dpo.py --critic_head regression|value``.
@@ -228,25 +264,7 @@ def load_scalar_critic(path: str, device: Optional[Union[str, torch.device]] = N
     """
     from transformers import AutoTokenizer
 
-    head_file = os.path.join(path, HEAD_FILE)
-    if not os.path.exists(head_file):
-        raise FileNotFoundError(f"{head_file} not found: {path} is not a scalar-head critic "
-                                "(train one with train_dpo.py --critic_head regression|value)")
-    with open(head_file, encoding="utf-8") as handle:
-        info = json.load(handle)
-    if info.get("kind") not in KINDS or info.get("pooling", "mean") != "mean":
-        raise ValueError(f"{head_file}: unknown head {info}")
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    if dtype is None or dtype == "auto":
-        bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
-        dtype = torch.bfloat16 if bf16 else torch.float32
-    elif isinstance(dtype, str):
-        dtype = getattr(torch, dtype)
-    model = ScalarHeadModel(load_backbone(path, dtype))
-    model.score_head.float()
-    tensors = _head_tensors(path)
-    with torch.no_grad():
-        model.score_head.weight.copy_(tensors["weight"].float())  # (1, H)
-        model.score_head.bias.copy_(tensors["bias"].float())  # (1,)
+    model, info = load_head_model(path, ScalarHeadModel, KINDS, "a scalar-head critic",
+                                  device, dtype)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    return ScalarCritic(model.to(device).eval(), tokenizer, info["kind"], info.get("max_len"))
+    return ScalarCritic(model, tokenizer, info["kind"], info.get("max_len"))

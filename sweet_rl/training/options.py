@@ -99,6 +99,37 @@ def _unit_interval(flag: str, value: float) -> None:
         raise ValueError(f"--{flag} must be in [0, 1), got {value}")
 
 
+# The --help text of the flags that train_dpo and train_sft describe word for word, written
+# once: each stage adds it to its main docstring (sweet_rl.cli.helptext.add_args). Flags
+# whose text differs between the stages (pretrain, max_len, seed, ...) stay in their own.
+SHARED_FLAG_HELP = """
+save_path: output directory (HF model + tokenizer, metrics.jsonl).
+learning_rate: the peak learning rate.
+zero_stage: 0 = no DeepSpeed; 1, 2 or 3: DeepSpeed ZeRO under the deepspeed launcher
+    (configs/ds_zero*.json or --deepspeed_config); ignored without the launcher.
+bf16: train in bfloat16 (mixed precision).
+gradient_checkpointing: recompute activations in the backward pass (less memory).
+flash_attn: use flash_attention_2 when the flash_attn package is installed (sdpa
+    attention otherwise).
+lr_warmup_ratio: share of the steps spent warming the learning rate up (cosine
+    schedule).
+min_lr_ratio: the cosine schedule's floor, as a share of --learning_rate.
+logging_steps: optimizer steps between two lines of metrics.jsonl.
+report_to: where the Trainer also reports: "none", "wandb", "tensorboard" (or a list).
+save_steps: optimizer steps between two checkpoints (-1: the final model only).
+weight_decay: AdamW's weight decay.
+max_grad_norm: gradients are clipped to this norm.
+deepspeed_config: a DeepSpeed JSON file instead of configs/ds_zero{2,3}.json.
+eval_steps: accepted for the original's commands; the held-out share is not evaluated.
+eval_holdout: the first share of --dataset kept out of training, as the original's
+    openrlhf fork kept its first 3% as an evaluation split (0: train on all).
+use_wandb: log to Weights & Biases (the original's openrlhf flag): the API key, or
+    no value to use wandb's own login; needs the wandb package. Never written to disk.
+wandb_run_name: the run's name (wandb, TrainingArguments.run_name).
+local_rank: set by the deepspeed launcher.
+"""
+
+
 @dataclass(frozen=True)
 class TrainingOptions:
     """Flags shared by train_dpo and train_sft, with their defaults."""

@@ -31,14 +31,12 @@ files and ``critic_head.json`` ``{"kind": "vlm_regression", "pooling": "mean", "
 from __future__ import annotations
 
 import inspect
-import json
-import os
 from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 from torch import nn
 
-from sweet_rl.training.heads import HEAD_FILE, ScalarHeadModel, _head_tensors, mean_pool
+from sweet_rl.training.heads import ScalarHeadModel, load_head_model, mean_pool
 from sweet_rl.training.vlm_pairs import VLMItem  # (image path, text)
 
 KIND = "vlm_regression"
@@ -237,26 +235,6 @@ def load_vlm_critic(path: str, device: Optional[Union[str, torch.device]] = None
     ``dtype`` as :func:`~sweet_rl.training.heads.load_scalar_critic`."""
     from transformers import AutoProcessor
 
-    from sweet_rl.training.heads import load_backbone
-
-    head_file = os.path.join(path, HEAD_FILE)
-    if not os.path.exists(head_file):
-        raise FileNotFoundError(f"{head_file} not found: {path} is not a VLM critic (train "
-                                "one with train_dpo.py --critic_head vlm_regression)")
-    with open(head_file, encoding="utf-8") as handle:
-        info = json.load(handle)
-    if info.get("kind") != KIND or info.get("pooling", "mean") != "mean":
-        raise ValueError(f"{head_file}: not a {KIND} head: {info}")
-    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    if dtype is None or dtype == "auto":
-        bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
-        dtype = torch.bfloat16 if bf16 else torch.float32
-    elif isinstance(dtype, str):
-        dtype = getattr(torch, dtype)
-    model = VLMHeadModel(load_backbone(path, dtype))
-    model.score_head.float()
-    with torch.no_grad():
-        model.score_head.weight.copy_(_head_tensors(path, ("weight",))["weight"].float())
+    model, info = load_head_model(path, VLMHeadModel, (KIND,), "a VLM critic", device, dtype)
     processor = AutoProcessor.from_pretrained(path)
-    return VLMCritic(model.to(device).eval(), processor, int(info["max_len"]),
-                     info.get("max_pixels"))
+    return VLMCritic(model, processor, int(info["max_len"]), info.get("max_pixels"))
