@@ -26,9 +26,14 @@
 #   - trajectory-level training (critic and multi-turn DPO, same pairs) runs TRAJ_EPOCHS,
 #     the per-turn agent DPO AGENT_EPOCHS (1, as the paper), RFT SFT_EPOCHS;
 #   - every agent is evaluated EVAL_ROLLOUTS times per held-out task at temperature 1.0.
+#
+# Stages that do not need each other's files run side by side (scripts/jobs.sh): JOBS at once
+# (default: one per core), each with THREADS torch threads (default 1). The numbers depend on
+# THREADS only, not on JOBS. Each stage's output is in OUT/logs/<seed>.<step>.log.
 set -euo pipefail
 source "$(dirname "$0")/help.sh" "$@"  # -h / --help: the header above and the knobs, then exit
 cd "$(dirname "$0")/.."
+source scripts/jobs.sh
 OUT=${OUT:-outputs/mini_repro}
 PYTHON=${PYTHON:-python}
 SEEDS=${SEEDS:-"0 1 2"}
@@ -63,8 +68,6 @@ WARM=${WARM:-$OUT/warm}                 # the warm agent's folder (built once, t
 METHODS=${METHODS:-"rft multiturn_dpo sweet sweet_no_gt sweet_sum"}  # trained after zero-shot
 # OFFLINE_FROM: a trajectory file in simulate's layout (K rollouts per task), graded or not,
 # used as every seed's offline data instead of collecting it with the warm agent
-mkdir -p "$OUT"
-STARTED=$(date +%s)
 has() { case " $METHODS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 for method in $METHODS; do
   has_known=0
@@ -78,15 +81,24 @@ for method in $METHODS; do
   fi
 done
 
+JOBS=${JOBS:-$(nproc 2>/dev/null || echo 1)}  # stages at once (scripts/jobs.sh)
+THREADS=${THREADS:-1}                   # torch threads per stage; the numbers depend on it
+MICRO=${MICRO:-1}                       # rows per forward pass in every training (batch 8
+# accumulated: the same update as MICRO=8 up to float rounding, without the padding)
+mkdir -p "$OUT"
+jobs_init
+STARTED=$(date +%s)
+
 # The warm agent, shared by every seed (scripts/build_mini_agent.sh, which reads its own
-# TRAIN_TASKS, MIX, EPOCHS, LR...; TEST_TASKS is shared; reused when present).
+# TRAIN_TASKS, MIX, EPOCHS, LR...; TEST_TASKS, JOBS and THREADS are shared; reused when present).
 if [ ! -f "$WARM/agent/config.json" ]; then
-  OUT=$WARM MEASURE=0 PYTHON=$PYTHON bash scripts/build_mini_agent.sh
+  OUT=$WARM MEASURE=0 PYTHON=$PYTHON LOGS=$LOGS JOBS=$JOBS THREADS=$THREADS MICRO=$MICRO \
+      bash scripts/build_mini_agent.sh
 fi
 AGENT=$WARM/agent
 
 TRAIN_FLAGS="--zero_stage 0 --bf16 False --gradient_checkpointing False --flash_attn False \
---max_len 1024 --train_batch_size 8 --micro_train_batch_size 8 --eval_holdout 0 --report_to none \
+--max_len 1024 --train_batch_size 8 --micro_train_batch_size $MICRO --eval_holdout 0 --report_to none \
 --lr_warmup_ratio 0.05"
 SIM="--env_model scripted --temperature 1.0 --max_new_tokens $MAX_NEW_TOKENS"
 PROMPT_FLAG=""  # the agent's system message the warm agent was trained with
@@ -94,120 +106,179 @@ if [ -f "$WARM/agent_prompt.txt" ]; then
   PROMPT_FLAG="--agent_prompt_path $WARM/agent_prompt.txt"
   SIM="$SIM $PROMPT_FLAG"
 fi
+FIRST_SEED=$(echo $SEEDS | cut -d' ' -f1)
 
 evaluate() {  # evaluate NAME MODEL SEED DIR: held-out success of one agent
   local name=$1 model=$2 seed=$3 dir=$4
-  "$PYTHON" scripts/simulate_interactions.py --agent_model "$model" $SIM \
+  py scripts/simulate_interactions.py --agent_model "$model" $SIM \
       --input_path "$WARM/test_tasks.jsonl" --num_tasks "$TEST_TASKS" \
       --best_of_n "$EVAL_ROLLOUTS" --batch_size "$(( TEST_TASKS * EVAL_ROLLOUTS ))" \
       --output_path "$dir/eval_$name.jsonl" --overwrite --seed "$seed"
-  "$PYTHON" scripts/evaluate_code.py "$dir/eval_$name.jsonl" --k "$EVAL_ROLLOUTS"
+  py scripts/evaluate_code.py "$dir/eval_$name.jsonl" --k "$EVAL_ROLLOUTS"
 }
 
-sweet_variant() {  # sweet_variant NAME SEED DIR PAIRS CRITIC_FLAGS RANK_FLAGS
-  local name=$1 seed=$2 dir=$3 pairs=$4 critic_flags=$5 rank_flags=$6
-  "$PYTHON" scripts/train_dpo.py --config configs/critic_backend.json --pretrain "$AGENT" \
+train_critic() {  # train_critic NAME SEED DIR PAIRS FLAGS...: a critic from the warm agent
+  local name=$1 seed=$2 dir=$3 pairs=$4
+  shift 4
+  py scripts/train_dpo.py --config configs/critic_backend.json --pretrain "$AGENT" \
       --dataset "$pairs" --save_path "$dir/critic_$name" --seed "$seed" $TRAIN_FLAGS \
-      --max_epochs "$TRAJ_EPOCHS" --learning_rate "$CRITIC_LR" $critic_flags
-  "$PYTHON" scripts/rank_best_of_n.py --model_id "$dir/critic_$name" \
+      --max_epochs "$TRAJ_EPOCHS" --learning_rate "$CRITIC_LR" "$@"
+}
+
+sweet_agent() {  # sweet_agent NAME SEED DIR RANK_FLAGS: rank with its critic -> pairs -> DPO
+  local name=$1 seed=$2 dir=$3 rank_flags=$4
+  py scripts/rank_best_of_n.py --model_id "$dir/critic_$name" \
       --input_path "$dir/sampled.jsonl" --output_path "$dir/ranked_$name.jsonl" --overwrite \
       --score_tokens "$SCORE_TOKENS" $rank_flags
   # how far the critic's ranking agrees with the miniature's oracle (a diagnostic only)
-  "$PYTHON" -m sweet_rl.cli.mini_critic_check "$dir/ranked_$name.jsonl"
-  "$PYTHON" scripts/generate_random_pairs_from_ranks.py "$dir/ranked_$name.jsonl" \
-      "$dir/agent_pairs_$name.jsonl" --no_prompt --num_pairs "$NUM_PAIRS" --tokenizer "$AGENT" --seed "$seed"
-  "$PYTHON" scripts/train_dpo.py --config configs/agent_dpo_backend.json --pretrain "$AGENT" \
+  py -m sweet_rl.cli.mini_critic_check "$dir/ranked_$name.jsonl"
+  py scripts/generate_random_pairs_from_ranks.py "$dir/ranked_$name.jsonl" \
+      "$dir/agent_pairs_$name.jsonl" --no_prompt --num_pairs "$NUM_PAIRS" --tokenizer "$AGENT" \
+      --seed "$seed"
+  py scripts/train_dpo.py --config configs/agent_dpo_backend.json --pretrain "$AGENT" \
       --dataset "$dir/agent_pairs_$name.jsonl" --save_path "$dir/$name" --seed "$seed" \
       $TRAIN_FLAGS --max_epochs "$AGENT_EPOCHS" --learning_rate "$AGENT_LR"
   evaluate "$name" "$dir/$name" "$seed" "$dir"
 }
 
-for seed in $SEEDS; do
-  dir=$OUT/seed$seed
-  mkdir -p "$dir"
-  echo "== seed $seed: zero-shot"
-  evaluate zero_shot "$AGENT" "$seed" "$dir"
-
-  if [ -n "${OFFLINE_FROM:-}" ]; then
-    echo "== seed $seed: offline data from $OFFLINE_FROM ($K rollouts per task)"
-    cp "$OFFLINE_FROM" "$dir/offline.jsonl"
-  else
-    echo "== seed $seed: offline data, $K rollouts on $OFFLINE_TASKS train tasks"
-    "$PYTHON" scripts/simulate_interactions.py --agent_model "$AGENT" $SIM \
-        --input_path "$WARM/train_tasks.jsonl" --num_tasks "$OFFLINE_TASKS" --best_of_n "$K" \
-        --batch_size "$OFFLINE_TASKS" --output_path "$dir/offline.jsonl" --overwrite --seed "$seed"
-  fi
-  "$PYTHON" scripts/evaluate_code.py "$dir/offline.jsonl" --k "$K" \
-      --preference_path "$dir/trajectory_pairs.jsonl" \
-      --ground_truth_preference_path "$dir/critic_pairs.jsonl"
-
-  if ! has rft; then
-    :
-  elif "$PYTHON" -c "import json, sys; sys.exit(not any(json.loads(line).get('reward', 0) >= 1
+rejection_fine_tuning() {  # rejection_fine_tuning SEED DIR
+  local seed=$1 dir=$2
+  if "$PYTHON" -c "import json, sys; sys.exit(not any(json.loads(line).get('reward', 0) >= 1
                    for line in open(sys.argv[1]) if line.strip()))" "$dir/offline.jsonl"; then
-    echo "== seed $seed: rejection fine-tuning"
-    "$PYTHON" scripts/train_sft.py --config configs/rft_backend.json --pretrain "$AGENT" \
+    py scripts/train_sft.py --config configs/rft_backend.json --pretrain "$AGENT" \
         --dataset "$dir/offline.jsonl" --save_path "$dir/rft" --seed "$seed" $TRAIN_FLAGS \
         --max_epochs "$SFT_EPOCHS" --learning_rate "$SFT_LR"
     evaluate rft "$dir/rft" "$seed" "$dir"
   else  # nothing to clone: the row is left out of the table rather than faked
     echo "rft: no offline dialogue passed every test; skipped for seed $seed"
   fi
+}
 
+multiturn_dpo() {  # multiturn_dpo SEED DIR
+  local seed=$1 dir=$2
+  py scripts/train_dpo.py --config configs/multiturn_dpo_backend.json \
+      --pretrain "$AGENT" --dataset "$dir/trajectory_pairs.jsonl" \
+      --save_path "$dir/multiturn_dpo" --seed "$seed" $TRAIN_FLAGS \
+      --max_epochs "$TRAJ_EPOCHS" --learning_rate "$AGENT_LR"
+  evaluate multiturn_dpo "$dir/multiturn_dpo" "$seed" "$dir"
+}
+
+extra_critic() {  # extra_critic KIND SEED DIR: a critic of Figure 3a for the Best-of-N curve only
+  local kind=$1 seed=$2 dir=$3
+  case "$kind" in
+    regression)  # Table 3's head, on the SWEET critic's pairs
+      train_critic regression "$seed" "$dir" "$dir/critic_pairs.jsonl" --critic_head regression ;;
+    value)  # Figure 3a's value function: every turn labelled with its dialogue's success
+      train_critic value "$seed" "$dir" "$dir/offline.jsonl" --critic_head value ;;
+  esac
+}
+
+best_of_n_curve() {  # best_of_n_curve SEED DIR: Figure 3a with every critic trained for it
+  local seed=$1 dir=$2 critics="" extra
+  if has sweet; then critics="--critic $dir/critic_sweet"; fi
+  if has sweet_no_gt; then critics="$critics --critic_no_gt $dir/critic_sweet_no_gt"; fi
+  for extra in $BON_CRITICS; do
+    case "$extra" in
+      regression|value) critics="$critics --critic_$extra $dir/critic_$extra" ;;
+      judge) critics="$critics --judge $AGENT" ;;  # the agent's base model judges
+    esac
+  done
+  py -m sweet_rl.cli.mini_best_of_n --agent_model "$AGENT" \
+      --tasks "$WARM/test_tasks.jsonl" --num_tasks "$TEST_TASKS" --output_dir "$dir" \
+      $critics $PROMPT_FLAG --ns "$BON_NS" \
+      --seed "$seed" --max_new_tokens "$MAX_NEW_TOKENS" --rollouts "$BON_ROLLOUTS" \
+      --score_tokens "$SCORE_TOKENS"
+}
+
+# One seed: every method from the warm agent and this seed's offline data. Runs in the
+# background beside the other seeds; its own stages start as soon as their inputs exist.
+seed_run() {  # seed_run SEED
+  local seed=$1 dir=$OUT/seed$1 waiting=() critic_of=() variant kind
+  mkdir -p "$dir"
+  start "seed$seed.zero_shot" evaluate zero_shot "$AGENT" "$seed" "$dir"
+  waiting+=("$STARTED_PID")
+
+  if [ -n "${OFFLINE_FROM:-}" ]; then
+    echo "offline data from $OFFLINE_FROM ($K rollouts per task)"
+    cp "$OFFLINE_FROM" "$dir/offline.jsonl"
+  else
+    echo "offline data: $K rollouts on $OFFLINE_TASKS train tasks"
+    py scripts/simulate_interactions.py --agent_model "$AGENT" $SIM \
+        --input_path "$WARM/train_tasks.jsonl" --num_tasks "$OFFLINE_TASKS" --best_of_n "$K" \
+        --batch_size "$OFFLINE_TASKS" --output_path "$dir/offline.jsonl" --overwrite \
+        --seed "$seed"
+  fi
+  py scripts/evaluate_code.py "$dir/offline.jsonl" --k "$K" \
+      --preference_path "$dir/trajectory_pairs.jsonl" \
+      --ground_truth_preference_path "$dir/critic_pairs.jsonl"
+
+  # everything below needs only the offline data (and the warm agent)
+  if has rft; then
+    start "seed$seed.rft" rejection_fine_tuning "$seed" "$dir"
+    waiting+=("$STARTED_PID")
+  fi
   if has multiturn_dpo; then
-    echo "== seed $seed: multi-turn DPO"
-    "$PYTHON" scripts/train_dpo.py --config configs/multiturn_dpo_backend.json \
-        --pretrain "$AGENT" --dataset "$dir/trajectory_pairs.jsonl" \
-        --save_path "$dir/multiturn_dpo" --seed "$seed" $TRAIN_FLAGS \
-        --max_epochs "$TRAJ_EPOCHS" --learning_rate "$AGENT_LR"
-    evaluate multiturn_dpo "$dir/multiturn_dpo" "$seed" "$dir"
+    start "seed$seed.multiturn_dpo" multiturn_dpo "$seed" "$dir"
+    waiting+=("$STARTED_PID")
+  fi
+  if has sweet; then
+    start "seed$seed.critic_sweet" train_critic sweet "$seed" "$dir" "$dir/critic_pairs.jsonl"
+    critic_of[0]=$STARTED_PID
+  fi
+  if has sweet_no_gt; then
+    start "seed$seed.critic_sweet_no_gt" train_critic sweet_no_gt "$seed" "$dir" \
+        "$dir/trajectory_pairs.jsonl"
+    critic_of[1]=$STARTED_PID
+  fi
+  if has sweet_sum; then
+    start "seed$seed.critic_sweet_sum" train_critic sweet_sum "$seed" "$dir" \
+        "$dir/critic_pairs.jsonl" --mean_log_prob False
+    critic_of[2]=$STARTED_PID
+  fi
+  local curve=0 extras=()
+  if [ -n "$BON_NS" ] && [ "$seed" = "$FIRST_SEED" ]; then
+    curve=1
+    for kind in $BON_CRITICS; do
+      if [ "$kind" != judge ]; then
+        start "seed$seed.critic_$kind" extra_critic "$kind" "$seed" "$dir"
+        extras+=("$STARTED_PID")
+      fi
+    done
   fi
 
   if has sweet || has sweet_no_gt || has sweet_sum; then
-    echo "== seed $seed: SWEET-RL and its ablations ($NUM_SAMPLES candidates per turn)"
-    "$PYTHON" scripts/sample_best_of_n.py "$dir/offline.jsonl" "$dir/sampled.jsonl" \
+    echo "SWEET-RL and its ablations: $NUM_SAMPLES candidates per turn"
+    py scripts/sample_best_of_n.py "$dir/offline.jsonl" "$dir/sampled.jsonl" \
         --agent_model "$AGENT" --best_of_n "$NUM_SAMPLES" --data_fraction "$DATA_FRACTION" \
         --max_new_tokens "$MAX_NEW_TOKENS" --seed "$seed" --overwrite
   fi
-  if has sweet; then
-    sweet_variant sweet "$seed" "$dir" "$dir/critic_pairs.jsonl" "" ""
-  fi
-  if has sweet_no_gt; then
-    sweet_variant sweet_no_gt "$seed" "$dir" "$dir/trajectory_pairs.jsonl" "" \
-        "--no_use_ground_truth"
-  fi
-  if has sweet_sum; then
-    sweet_variant sweet_sum "$seed" "$dir" "$dir/critic_pairs.jsonl" "--mean_log_prob False" \
-        "--use_sum"
-  fi
-  if [ -n "$BON_NS" ] && [ "$seed" = "$(echo $SEEDS | cut -d' ' -f1)" ]; then
-    echo "== seed $seed: the critics' Best-of-N curve (N = $BON_NS)"
-    critics=""
-    has sweet && critics="--critic $dir/critic_sweet"
-    has sweet_no_gt && critics="$critics --critic_no_gt $dir/critic_sweet_no_gt"
-    for extra in $BON_CRITICS; do
-      case "$extra" in
-        regression)  # Table 3's head, on the SWEET critic's pairs
-          "$PYTHON" scripts/train_dpo.py --config configs/critic_backend.json \
-              --critic_head regression --pretrain "$AGENT" --dataset "$dir/critic_pairs.jsonl" \
-              --save_path "$dir/critic_regression" --seed "$seed" $TRAIN_FLAGS \
-              --max_epochs "$TRAJ_EPOCHS" --learning_rate "$CRITIC_LR"
-          critics="$critics --critic_regression $dir/critic_regression" ;;
-        value)  # Figure 3a's value function: every turn labelled with its dialogue's success
-          "$PYTHON" scripts/train_dpo.py --config configs/critic_backend.json \
-              --critic_head value --pretrain "$AGENT" --dataset "$dir/offline.jsonl" \
-              --save_path "$dir/critic_value" --seed "$seed" $TRAIN_FLAGS \
-              --max_epochs "$TRAJ_EPOCHS" --learning_rate "$CRITIC_LR"
-          critics="$critics --critic_value $dir/critic_value" ;;
-        judge) critics="$critics --judge $AGENT" ;;  # the agent's base model judges
+  local index=0 rank_flags
+  for variant in sweet sweet_no_gt sweet_sum; do
+    if has "$variant"; then
+      finish "${critic_of[$index]}"
+      case "$variant" in
+        sweet) rank_flags="" ;;
+        sweet_no_gt) rank_flags="--no_use_ground_truth" ;;
+        sweet_sum) rank_flags="--use_sum" ;;
       esac
-    done
-    "$PYTHON" -m sweet_rl.cli.mini_best_of_n --agent_model "$AGENT" \
-        --tasks "$WARM/test_tasks.jsonl" --num_tasks "$TEST_TASKS" --output_dir "$dir" \
-        $critics $PROMPT_FLAG --ns "$BON_NS" \
-        --seed "$seed" --max_new_tokens "$MAX_NEW_TOKENS" --rollouts "$BON_ROLLOUTS" \
-        --score_tokens "$SCORE_TOKENS"
+      start "seed$seed.$variant" sweet_agent "$variant" "$seed" "$dir" "$rank_flags"
+      waiting+=("$STARTED_PID")
+    fi
+    index=$(( index + 1 ))
+  done
+  if [ "$curve" = 1 ]; then
+    echo "the critics' Best-of-N curve (N = $BON_NS)"
+    if [ ${#extras[@]} -gt 0 ]; then finish "${extras[@]}"; fi
+    best_of_n_curve "$seed" "$dir"
   fi
+  finish "${waiting[@]}"
+}
+
+seed_pids=()
+for seed in $SEEDS; do
+  start "seed$seed" seed_run "$seed"
+  seed_pids+=("$STARTED_PID")
 done
+finish "${seed_pids[@]}"
 
 "$PYTHON" -m sweet_rl.cli.mini_table "$OUT" --seconds "$(( $(date +%s) - STARTED ))"

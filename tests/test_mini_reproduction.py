@@ -27,11 +27,12 @@ def test_reduced_reproduction_runs_every_method(tmp_path, repo_root, tiny_model_
     write_jsonl(str(offline), build_mini_trajectories(load_tokenizer(tiny_model_dir),
                                                       generate_tasks(3, 0, "train"), STYLES))
     out = tmp_path / "repro"
+    # JOBS=2: the stages run side by side (scripts/jobs.sh), as on a 2-core machine
     env = dict(os.environ, OUT=str(out), SEEDS="0", TRAIN_TASKS="12", EPOCHS="1", DRILLS="8",
                OFFLINE_FROM=str(offline), COPY_MIN="0",
                TEST_TASKS="2", K=str(len(STYLES)), NUM_SAMPLES="2", DATA_FRACTION="1.0",
                MAX_NEW_TOKENS="24", TRAJ_EPOCHS="1", SFT_EPOCHS="1", EVAL_ROLLOUTS="1",
-               BON_NS="1,2", PYTHON="python")
+               BON_NS="1,2", PYTHON="python", JOBS="2")
     result = subprocess.run(["bash", "scripts/run_mini_reproduction.sh"], cwd=repo_root,
                             env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
@@ -56,6 +57,19 @@ def test_reduced_reproduction_runs_every_method(tmp_path, repo_root, tiny_model_
                   "value function", "LLM-as-a-Judge"):
         assert label in table, label
     assert table in result.stdout
+    # every step's output is in its own log, and the run says when each started and ended
+    assert (out / "logs" / "seed0.critic_sweet.log").exists()
+    assert "done  seed0.sweet" in result.stdout
+
+    # one stage at a time from the same warm agent: the same files, whatever ran beside what
+    serial = tmp_path / "serial"
+    env.update(OUT=str(serial), WARM=str(out / "warm"), JOBS="1", METHODS="sweet", BON_NS="")
+    result = subprocess.run(["bash", "scripts/run_mini_reproduction.sh"], cwd=repo_root,
+                            env=env, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    for name in ("offline.jsonl", "critic_pairs.jsonl", "sampled.jsonl", "ranked_sweet.jsonl",
+                 "agent_pairs_sweet.jsonl", "eval_zero_shot.jsonl", "eval_sweet.jsonl"):
+        assert (serial / "seed0" / name).read_bytes() == (seed / name).read_bytes(), name
 
 
 def test_an_unknown_method_is_refused_before_any_work(tmp_path, repo_root):
