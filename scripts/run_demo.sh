@@ -92,7 +92,8 @@ if wants 3; then
 fi
 if wants mini; then
   echo "== mini: SWEET-RL learns on the quick miniature ColBench ($OUT/mini)"
-  # BON_NS=8 adds the critic's Best-of-8 against random choice (about 2 more minutes)
+  # BON_NS=8 adds the critic's Best-of-8 against random choice (BON_ROLLOUTS=3: 3 dialogues per
+  # task, as the learning test; about half a minute more, as it runs beside the agent's DPO)
   OUT=$OUT/mini SEEDS=0 METHODS=sweet BON_NS=${BON_NS-} BON_CRITICS=${BON_CRITICS-} \
       bash scripts/run_mini_quick.sh
 fi

@@ -83,6 +83,8 @@ done
 
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 1)}  # stages at once (scripts/jobs.sh)
 THREADS=${THREADS:-1}                   # torch threads per stage; the numbers depend on it
+SAMPLE_SHARDS=${SAMPLE_SHARDS:-$JOBS}   # pieces the candidates are sampled in, side by side
+# (merged byte for byte into the single run's file: the numbers do not depend on it)
 MICRO=${MICRO:-1}                       # rows per forward pass in every training (batch 8
 # accumulated: the same update as MICRO=8 up to float rounding, without the padding)
 mkdir -p "$OUT"
@@ -190,6 +192,26 @@ best_of_n_curve() {  # best_of_n_curve SEED DIR: Figure 3a with every critic tra
       --score_tokens "$SCORE_TOKENS"
 }
 
+sample_candidates() {  # sample_candidates SEED DIR: NUM_SAMPLES replies per offline turn
+  local seed=$1 dir=$2 shard pids=() pieces=()
+  local flags=(--agent_model "$AGENT" --best_of_n "$NUM_SAMPLES" --data_fraction "$DATA_FRACTION"
+               --max_new_tokens "$MAX_NEW_TOKENS" --seed "$seed" --overwrite)
+  if [ "$SAMPLE_SHARDS" = 1 ]; then
+    py scripts/sample_best_of_n.py "$dir/offline.jsonl" "$dir/sampled.jsonl" "${flags[@]}"
+    return
+  fi
+  for shard in $(seq 0 $(( SAMPLE_SHARDS - 1 ))); do
+    pieces+=("$dir/sampled.shard$shard.jsonl")
+    start "seed$seed.sample$shard" py scripts/sample_best_of_n.py "$dir/offline.jsonl" \
+        "$dir/sampled.shard$shard.jsonl" "${flags[@]}" --num_shards "$SAMPLE_SHARDS" \
+        --shard_index "$shard"
+    pids+=("$STARTED_PID")
+  done
+  finish "${pids[@]}"
+  py scripts/merge_shards.py "${pieces[@]}" --output_path "$dir/sampled.jsonl" --overwrite
+  for shard in "${pieces[@]}"; do rm -f "$shard" "$shard.config.json"; done
+}
+
 # One seed: every method from the warm agent and this seed's offline data. Runs in the
 # background beside the other seeds; its own stages start as soon as their inputs exist.
 seed_run() {  # seed_run SEED
@@ -248,9 +270,7 @@ seed_run() {  # seed_run SEED
 
   if has sweet || has sweet_no_gt || has sweet_sum; then
     echo "SWEET-RL and its ablations: $NUM_SAMPLES candidates per turn"
-    py scripts/sample_best_of_n.py "$dir/offline.jsonl" "$dir/sampled.jsonl" \
-        --agent_model "$AGENT" --best_of_n "$NUM_SAMPLES" --data_fraction "$DATA_FRACTION" \
-        --max_new_tokens "$MAX_NEW_TOKENS" --seed "$seed" --overwrite
+    sample_candidates "$seed" "$dir"
   fi
   local index=0 rank_flags
   for variant in sweet sweet_no_gt sweet_sum; do

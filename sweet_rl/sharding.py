@@ -25,6 +25,7 @@ from sweet_rl.records import RecordError
 logger = logging.getLogger(__name__)
 
 FACT_KEYS = ("num_shards", "shard_index", "shard_rows")
+BLOCK_KEY = "shard_block"  # recorded only by stages that deal rows in runs (shard_bounds)
 # arguments naming the file itself: each shard names its own, the merged file is the output
 OUTPUT_KEYS = ("output_path", "saved_path")
 # how a file was written, not what it holds: a shard resumed after a crash still matches
@@ -41,22 +42,39 @@ def check_shard_flags(num_shards: int, shard_index: int) -> None:
                          f"[0, {num_shards}), got {shard_index!r}")
 
 
-def shard_bounds(total: int, num_shards: int, shard_index: int) -> Tuple[int, int]:
+def shard_bounds(total: int, num_shards: int, shard_index: int,
+                 block: int = 1) -> Tuple[int, int]:
     """Rows ``[lo, hi)`` of shard ``shard_index``: blocks differ by at most one row and the
-    earlier shards take the extra rows, so the blocks tile ``range(total)`` in order."""
+    earlier shards take the extra rows, so the blocks tile ``range(total)`` in order.
+
+    ``block`` > 1: the rows are dealt in runs of ``block`` (the last run may be shorter), so
+    every shard starts at a multiple of ``block``. A stage that works in chunks of ``block``
+    rows then forms, on each shard, the very chunks a single run forms: batch mates, and so
+    the last bits of a batched forward pass, are the same (see sample_best_of_n).
+    """
     check_shard_flags(num_shards, shard_index)
     if isinstance(total, bool) or not isinstance(total, int) or total < 0:
         raise ValueError(f"the row count must be a non-negative integer, got {total!r}")
-    base, extra = divmod(total, num_shards)
+    if isinstance(block, bool) or not isinstance(block, int) or block < 1:
+        raise ValueError(f"the shard block must be an integer of at least 1, got {block!r}")
+    runs = -(-total // block)  # ceil
+    base, extra = divmod(runs, num_shards)
     lo = shard_index * base + min(shard_index, extra)
-    return lo, lo + base + (1 if shard_index < extra else 0)
+    hi = lo + base + (1 if shard_index < extra else 0)
+    return min(lo * block, total), min(hi * block, total)
 
 
-def shard_facts(total: int, num_shards: int, shard_index: int) -> Dict[str, Any]:
+def shard_facts(total: int, num_shards: int, shard_index: int,
+                block: int = 1) -> Dict[str, Any]:
     """What a sharded stage records among its sidecar arguments (an unsharded run too, as
-    shard 0 of 1, so that its sidecar and a merged one state the same facts)."""
-    lo, hi = shard_bounds(total, num_shards, shard_index)
-    return {"num_shards": num_shards, "shard_index": shard_index, "shard_rows": [lo, hi, total]}
+    shard 0 of 1, so that its sidecar and a merged one state the same facts); ``shard_block``
+    only where the rows are dealt in runs (``block`` > 1)."""
+    lo, hi = shard_bounds(total, num_shards, shard_index, block)
+    facts: Dict[str, Any] = {"num_shards": num_shards, "shard_index": shard_index,
+                             "shard_rows": [lo, hi, total]}
+    if block != 1:
+        facts["shard_block"] = block
+    return facts
 
 
 def _read_sidecar(path: str) -> Dict[str, Any]:
@@ -99,13 +117,15 @@ def _facts_of(path: str, stage: str, arguments: Dict[str, Any]) -> Tuple[int, in
             raise RecordError("missing: not a shard of a sharded stage",
                               field=f"stages.{stage}.{key}", **where)
     count, index, rows = (arguments[k] for k in FACT_KEYS)
+    block = arguments.get(BLOCK_KEY, 1)  # absent: one row at a time (and in older sidecars)
     if not (isinstance(rows, list) and len(rows) == 3 and all(isinstance(r, int) for r in rows)):
         raise RecordError(f"expected [lo, hi, total], got {rows!r}",
                           field=f"stages.{stage}.shard_rows", **where)
     try:
-        expected = [*shard_bounds(rows[2], count, index), rows[2]]
+        expected = [*shard_bounds(rows[2], count, index, block), rows[2]]
     except ValueError as err:
-        raise RecordError(str(err), field=f"stages.{stage}.num_shards", **where) from None
+        field = BLOCK_KEY if "block" in str(err) else "num_shards"
+        raise RecordError(str(err), field=f"stages.{stage}.{field}", **where) from None
     if rows != expected:
         raise RecordError(f"{rows!r} is not block {index} of {count} (expected {expected!r})",
                           field=f"stages.{stage}.shard_rows", **where)
@@ -210,7 +230,7 @@ def merge_shards(shard_paths: Sequence[str], output_path: str,
             if key in arguments and any(v != values[0] for v in values):
                 arguments[key] = any(values)  # true when any shard's run was resumed/replaced
         if stage in sharded:
-            arguments.update(shard_facts(total, 1, 0))
+            arguments.update(shard_facts(total, 1, 0, arguments.get(BLOCK_KEY, 1)))
         merged[stage] = arguments
     sidecar = {key: value for key, value in sidecars[0].items() if key != "stages"}
     sidecar.update(stages=merged, merged_from=ordered)

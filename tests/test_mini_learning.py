@@ -5,8 +5,10 @@ better actions than random choice among 8 samples per turn.
 
 A sign error in pair construction, a swapped chosen/rejected, a ranking sorted the wrong way
 or a mask shifted by a token would leave every other test green; each of them takes the gain
-measured here away. Fixed seeds; the margins are set well outside the spread measured over
-seeds (docs/mini_reproduction.md, "The quick miniature")."""
+measured here away (a ranking sorted the wrong way, measured: SWEET-RL 9.1% against zero-shot
+27.3%, the critic's Best-of-8 0.0% against random 33.3%). Fixed seeds; the margins are set
+below the least gain measured over seeds and warm agents (docs/mini_reproduction.md, "The
+quick miniature")."""
 
 from __future__ import annotations
 
@@ -16,20 +18,24 @@ import subprocess
 import sys
 
 # success points (of 99 held-out dialogues) by which SWEET-RL must beat the zero-shot agent.
-# Measured (docs/mini_reproduction.md): +29.3, +35.4, +29.3 over seeds 0-2 of one warm agent
-# (zero-shot spread 3.8, SWEET-RL 3.2) and +24.2 from another warm agent; 15 is about three
-# standard deviations of the difference below the mean gain and 9 points below the least.
-MIN_GAIN = 15
-# success points (of 33 held-out dialogues) by which the SWEET critic's pick among 8 must beat
-# a random pick among 8 (measured: 87.9 against 15.2, and 84.8 against 51.5 from another warm
-# agent)
-MIN_BEST_OF_8_GAIN = 20
+# Measured in session 24 (docs/mini_reproduction.md, "The quick miniature"): +26.2, +22.2,
+# +27.3 over seeds 0-2 of the warm agent of warm-start seed 0, and +16.1, +30.3, +33.3 from the
+# warm agents of warm-start seeds 1-3 (the one a machine trains depends on its float kernels).
+# 10 is 6 points below the least of them and about two and a half standard deviations of
+# the evaluation's noise (4 points on 99 dialogues) above no learning at all.
+MIN_GAIN = 10
+# success points (of 99 dialogues: 33 held-out tasks x 3) by which the SWEET critic's pick
+# among 8 must beat a random pick among 8. Measured on the same four warm agents: +14.2
+# (47.5 against 33.3), +46.5, +43.5, +58.6; a critic ranking the wrong way picks below random.
+MIN_BEST_OF_8_GAIN = 5
 
 
 def test_sweet_rl_beats_zero_shot_and_its_critic_beats_random_choice(tmp_path, repo_root):
     # the README's demo, its learning part (scripts/run_mini_quick.sh, seed 0, SWEET-RL only),
     # with the Best-of-8 point of the critic's curve
-    env = dict(os.environ, OUT=str(tmp_path / "demo"), PART="mini", BON_NS="8",
+    # (3 dialogues per held-out task at N = 8: with one, a point has a standard deviation of
+    # about 8)
+    env = dict(os.environ, OUT=str(tmp_path / "demo"), PART="mini", BON_NS="8", BON_ROLLOUTS="3",
                PYTHON=sys.executable, HF_HUB_OFFLINE="1")
     result = subprocess.run(["bash", "scripts/run_demo.sh"], cwd=repo_root, env=env,
                             capture_output=True, text=True, timeout=1800)

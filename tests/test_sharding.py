@@ -49,9 +49,29 @@ def test_bad_flags_are_named(num_shards, shard_index, flag):
     assert flag in str(err.value)
 
 
+@pytest.mark.parametrize("total,num_shards,block,blocks", [
+    (611, 2, 32, [(0, 320), (320, 611)]),  # 20 runs: 10 each, the last run short
+    (8, 3, 3, [(0, 3), (3, 6), (6, 8)]),
+    (10, 3, 4, [(0, 4), (4, 8), (8, 10)]),
+    (5, 4, 4, [(0, 4), (4, 5), (5, 5), (5, 5)]),  # fewer runs than shards
+    (0, 2, 4, [(0, 0), (0, 0)]),
+])
+def test_bounds_in_runs_start_every_shard_at_a_multiple_of_the_block(total, num_shards, block,
+                                                                      blocks):
+    assert [shard_bounds(total, num_shards, i, block) for i in range(num_shards)] == blocks
+    assert all(lo % block == 0 or lo == total for lo, _ in blocks)
+
+
+def test_a_bad_block_is_named():
+    with pytest.raises(ValueError, match="shard block must be an integer of at least 1"):
+        shard_bounds(10, 2, 0, 0)
+
+
 def test_shard_facts():
     assert shard_facts(10, 3, 1) == {"num_shards": 3, "shard_index": 1, "shard_rows": [4, 7, 10]}
     assert shard_facts(7, 1, 0) == {"num_shards": 1, "shard_index": 0, "shard_rows": [0, 7, 7]}
+    assert shard_facts(10, 3, 1, 4) == {"num_shards": 3, "shard_index": 1,
+                                        "shard_rows": [4, 8, 10], "shard_block": 4}
 
 
 STAGE = "sample_best_of_n"
@@ -105,6 +125,27 @@ def test_merge_gives_the_single_runs_file_and_sidecar(tmp_path):
     assert got["stages"][STAGE] == dict(want["stages"][STAGE], output_path=merged)
     assert got["stages"][STAGE]["shard_rows"] == [0, 10, 10]
     assert not [name for name in os.listdir(tmp_path) if name.startswith(".tmp-")]
+
+
+def test_shards_cut_in_runs_merge_and_a_wrong_block_is_refused(tmp_path):
+    paths = []
+    for index in range(3):  # 10 rows in runs of 4: 4, 4, 2
+        lo, hi = shard_bounds(len(ROWS), 3, index, 4)
+        path = str(tmp_path / f"part{index}.jsonl")
+        arguments = _arguments(path)
+        arguments.update(shard_facts(len(ROWS), 3, index, 4))
+        paths.append(_write(path, ROWS[lo:hi], {STAGE: arguments}))
+    merged = str(tmp_path / "merged.jsonl")
+    merge_shards(paths, merged)
+    stage = _sidecar(merged)["stages"][STAGE]
+    assert (stage["shard_rows"], stage["shard_block"]) == ([0, 10, 10], 4)
+    # a shard whose rows are not its block of runs of the size it records
+    sidecar = _sidecar(paths[1])
+    sidecar["stages"][STAGE]["shard_block"] = 3
+    with open(paths[1] + ".config.json", "w", encoding="utf-8") as handle:
+        json.dump(sidecar, handle)
+    with pytest.raises(RecordError, match=r"is not block 1 of 3 \(expected \[6, 9, 10\]\)"):
+        merge_shards(paths, str(tmp_path / "again.jsonl"), overwrite=True)
 
 
 def test_merge_keeps_the_stages_every_shard_shares(tmp_path):

@@ -69,9 +69,11 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
         to_continue: resume a killed run after the records already written.
         overwrite: replace an existing output.
         num_shards: cut the step records (the turns of the ``data_fraction`` selection,
-            made first and the same on every shard) into this many contiguous blocks, one run
-            each; join the shard files with scripts/merge_shards.py. Each record's seed uses
-            its index among all records, so the merged file is the unsharded run's.
+            made first and the same on every shard) into this many contiguous blocks, each
+            starting at a multiple of --chunk_size, one run each; join the shard files with
+            scripts/merge_shards.py. Each record's seed uses its index among all records and
+            each shard forms the single run's chunks, so the merged file is the unsharded
+            run's, byte for byte.
         shard_index: the block this run writes (0-based, below --num_shards).
     """
     arguments = dict(locals())
@@ -98,7 +100,10 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
     # Validate every input before touching the output file.
     records, used = read_turn_records(input_path, data_fraction)
     # the selection above is the whole run's; this shard keeps its block of the records
-    arguments.update(shard_facts(len(records), num_shards, shard_index))
+    # shards start at a multiple of chunk_size, so each forms the single run's chunks (and
+    # batches): the merged file is byte for byte the single run's, not only up to float noise
+    arguments.update(shard_facts(len(records), num_shards, shard_index,
+                                 max(1, int(chunk_size))))
     first, last, total = arguments["shard_rows"]
     records = records[first:last]
     # path: output_path, or (--overwrite) a file beside it that replaces it when complete

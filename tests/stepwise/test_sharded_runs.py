@@ -9,11 +9,11 @@ from sweet_rl.cli import rank_best_of_n, sample_best_of_n
 from sweet_rl.sharding import merge_shards
 
 SHARDS = 3
-# 6 trajectories, 4 kept by --data_fraction, 2 assistant turns each: 8 records in blocks of
-# 3, 3 and 2, so shard 0 ends inside a trajectory; chunks of 2 cut the shards elsewhere than
-# the single run's chunks
+# 6 trajectories, 4 kept by --data_fraction, 2 assistant turns each: 8 records; the sample
+# stage deals them in runs of --chunk_size (3), one run per shard: blocks of 3, 3 and 2, so
+# shard 0 ends inside a trajectory and every shard forms the single run's chunks
 SAMPLE = dict(best_of_n=4, max_new_tokens=6, data_fraction=0.7, device="cpu", seed=3,
-              chunk_size=2)
+              chunk_size=3)
 
 
 def _bytes(path):
@@ -71,12 +71,14 @@ def test_sample_shards_merge_into_the_single_runs_file(runs):
     single, shards, merged = runs
     assert [len(_bytes(p).splitlines()) for p in shards] == [3, 3, 2]
     assert _bytes(merged) == _bytes(single)
-    assert _stage_arguments(shards[2], "sample_best_of_n")["shard_rows"] == [6, 8, 8]
+    last = _stage_arguments(shards[2], "sample_best_of_n")
+    assert (last["shard_rows"], last["shard_block"]) == ([6, 8, 8], 3)
     one, joined = (_stage_arguments(p, "sample_best_of_n") for p in (single, merged))
     # only the output's own name differs; both state shard 0 of 1 over all 8 records
     assert (one.pop("output_path"), joined.pop("output_path")) == (single, merged)
     assert one == joined
     assert (one["num_shards"], one["shard_index"], one["shard_rows"]) == (1, 0, [0, 8, 8])
+    assert one["shard_block"] == 3  # the merged sidecar states the runs the shards were cut in
 
 
 def test_a_killed_shard_resumes_to_the_same_file(runs, tiny_model_dir, offline, tmp_path):
