@@ -32,7 +32,8 @@ setup(
     long_description_content_type="text/markdown",
     license="MIT",
     packages=find_packages(include=["sweet_rl", "sweet_rl.*"]),
-    package_data={"sweet_rl": ["prompts/*.txt", "tiny_corpus/*.txt", "data/*.jsonl"]},
+    package_data={"sweet_rl": ["prompts/*.txt", "prompts/*.json", "tiny_corpus/*.txt",
+                               "data/*.jsonl"]},
     python_requires=">=3.10",
     install_requires=[
         "torch>=2.1",

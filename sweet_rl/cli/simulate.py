@@ -53,7 +53,8 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
          device: Optional[str] = None, seed: int = 0, hf_cache_dir: Optional[str] = None,
          screenshot_dir: Optional[str] = None, render_workers: Optional[int] = None,
          browser: str = "chromium", max_image_side: Optional[int] = None,
-         page_placeholder: bool = False, stop_on_rejected_request: bool = False,
+         page_placeholder: bool = False, user_captions_path: str = "auto",
+         lenient_pages: bool = False, stop_on_rejected_request: bool = False,
          rollout: str = "pipelined", simulator_concurrency: int = 64, resample_leaks: int = 0,
          num_shards: int = 1, shard_index: int = 0, pick_n: int = 1,
          pick_critic: Optional[str] = None, pick_critic_type: str = "logprob",
@@ -125,6 +126,12 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
             before they are sent to the simulator (default: never).
         page_placeholder: html: replace each page in the dialogue by [SEE RENDERED HTML]
             (the agent then never sees its earlier pages; the original kept them).
+        user_captions_path: html: JSON file of the three sentences around the pictures in the
+            simulated human's message, ``{"agent_page": ..., "no_page": ..., "reference_page":
+            ...}`` (``auto``: ours, bundled; docs/differences.md says how to give the
+            original's).
+        lenient_pages: html: find the agent's page with tag names in any case (``<HTML>``) and
+            ``</html >`` closing it; the original's rule, the default, reads lower case only.
         stop_on_rejected_request: end a dialogue when the simulator server rejects a request
             (HTTP 400), recording the error, instead of the original's "No response." reply.
         rollout: ``pipelined`` (each dialogue advances on its own; agent requests are batched
@@ -183,6 +190,12 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
     arguments["num_tasks_used"] = len(tasks)  # fewer than --num_tasks when the file is short
     agent_prompt = load_prompt(agent_prompt_path, "agent", task_type, single_turn)
     user_prompt = load_prompt(user_prompt_path, "user", task_type)
+    if task_type == "html":
+        from sweet_rl.prompts.captions import load_captions
+
+        captions = load_captions(user_captions_path)
+    elif user_captions_path not in (None, "", "auto") or lenient_pages:
+        logger.info("--user_captions_path and --lenient_pages are for --task_type html only")
     if template_fields(agent_prompt) - {"dialogue_history"}:
         logger.warning("the agent prompt contains %s: it is sent verbatim as the system message "
                        "(as in the original), so these stay unfilled; the task description "
@@ -236,7 +249,8 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
                 arguments["screenshot_dir"] = screenshot_dir or default_screenshot_dir(output_path)
                 env_kwargs.update(renderer=renderer, screenshot_dir=arguments["screenshot_dir"],
                                   output_path=output_path, max_image_side=max_image_side,
-                                  page_placeholder=page_placeholder)
+                                  page_placeholder=page_placeholder, captions=captions,
+                                  lenient_pages=bool(lenient_pages))
             if todo:
                 agent_path = (agent_model if agent_backend == "openai"
                               else resolve_model(agent_model))
@@ -284,15 +298,16 @@ def main(hostname: Optional[str] = None, input_path: Optional[str] = None,
 
 def _check_error_share(path: str, most: float) -> None:
     """Refuse a run whose dialogues mostly ended in simulator errors: its rows would be graded
-    0 and pass for a bad agent."""
+    0 and pass for a bad agent. A frontend reference page that did not render is the task's
+    problem, not the server's: it is counted in the metrics line, not here."""
     from sweet_rl.io import iter_jsonl
 
     count = errors = 0
     first = None
     for row in iter_jsonl(path):
         count += 1
-        problems = ([row["error"]] if row.get("error") else []) + list(
-            row.get("simulator_errors") or [])
+        problems = [problem for problem in [row.get("error")] + list(
+            row.get("simulator_errors") or []) if str(problem).startswith("simulator")]
         errors += bool(problems)
         first = first or (problems[0] if problems else None)
     if count and errors / count > most:

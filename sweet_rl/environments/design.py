@@ -10,11 +10,18 @@ information is that *image*, never the HTML) and describes the differences. Repl
   fills in nothing; our bundled prompt has no placeholders, and a custom one may use
   ``{problem_description}`` and ``{dialogue_history}``), then the agent's page (or a note that
   this turn shows none), then the reference page — it does not see the conversation;
+* a page is found by the original's case-sensitive rule (``lenient_pages=True``: the lenient
+  one, see :mod:`sweet_rl.environments.html_snippet`);
 * the turn's ``content`` keeps the page's HTML, so the agent sees its own earlier pages in
   later prompts (``page_placeholder=True`` replaces each by ``[SEE RENDERED HTML]`` instead);
 * the answer is the last page the agent wrote (here its HTML; the original stored the path of
   its screenshot, which failed, and so scored as black, when the page did not render), or
   ``"No answer"`` when it never showed one.
+
+Where it differs on purpose (docs/differences.md): the sentences that introduce the two pages,
+and the note, are a template (``captions``, :mod:`sweet_rl.prompts.captions`), ours by
+default; and a reference page that does not render ends the dialogue before the agent is asked
+(the original asked the agent once and dropped its reply), with the reason in ``error``.
 
 Rendering is the slow part, so the environment exposes what :mod:`sweet_rl.rollout` needs to
 do it for a whole batch at once: ``prepare()`` renders the reference (once per task: the
@@ -33,16 +40,13 @@ from sweet_rl.rendering.page_shots import read_png, shoot
 from sweet_rl.rendering.pictures import ANSWER_KEY, REFERENCE_KEY
 from sweet_rl.environments.protocol import MAX_TURNS, NO_ANSWER, ParsedTurn
 from sweet_rl.prompts import fill_template
+from sweet_rl.prompts.captions import PageCaptions, load_captions
 from sweet_rl.records import Task, Trajectory
 from sweet_rl.rendering.screenshots import to_stored
 from sweet_rl.types import ChatMessages
 
 DESIGN_REPLY_CHARS = 1000
 
-# Text parts that introduce the images (the template itself stays plain text).
-AGENT_PAGE_INTRO = "The page the assistant showed you in its latest message:"
-NO_PAGE_NOTE = "The assistant did not show you a page in its latest message."
-REFERENCE_INTRO = "The page you want (only you can see it):"
 # What ``{hidden_information}`` becomes in a simulator template: the reference is an image.
 HIDDEN_AS_IMAGE = "[the page you want is shown as an image at the end of this message]"
 
@@ -54,6 +58,8 @@ class DesignEnv(CollaborationEnv):
     screenshot paths are relative to (absolute paths when None). ``max_image_side`` shrinks
     images sent to the simulator (see :mod:`sweet_rl.chat_images`).
     ``page_placeholder`` replaces each page in the turn's content by ``[SEE RENDERED HTML]``.
+    ``captions``: the sentences around the pictures (default: the bundled file's);
+    ``lenient_pages``: find pages by the lenient rule instead of the original's.
     """
 
     reply_chars = DESIGN_REPLY_CHARS
@@ -62,12 +68,15 @@ class DesignEnv(CollaborationEnv):
                  max_steps: int = MAX_TURNS, reply_chars: Optional[int] = None, *,
                  renderer, screenshot_dir: str, output_path: Optional[str] = None,
                  max_image_side: Optional[int] = None, page_placeholder: bool = False,
+                 captions: Optional[PageCaptions] = None, lenient_pages: bool = False,
                  **kwargs):
         self.renderer = renderer
         self.screenshot_dir = screenshot_dir
         self.output_path = output_path
         self.max_image_side = max_image_side
         self.page_placeholder = page_placeholder
+        self.captions = captions or load_captions(None)
+        self.lenient_pages = lenient_pages
         self.record_workers = max(1, int(getattr(renderer, "size", 1) or 1))
         self.reference_path: Optional[str] = None
         self.reference_error: Optional[str] = None
@@ -103,13 +112,13 @@ class DesignEnv(CollaborationEnv):
     def record_agent_turn(self, prompt: str, raw_output: str, extra=None) -> bool:
         if not self.prepared:
             self.prepare()
-            if self.done:  # nothing to compare with: the turn is dropped
-                return True
+            if self.done:  # nothing to compare with: the turn is dropped (the rollouts do
+                return True  # not get here: they call prepare() before asking the agent)
         return super().record_agent_turn(prompt, raw_output, extra)
 
     def on_agent_turn(self, parsed: ParsedTurn) -> None:
         turn = self.history[-1]
-        with_placeholder, html = split_page(parsed.message)
+        with_placeholder, html = split_page(parsed.message, self.lenient_pages)
         if self.page_placeholder:
             turn.content = with_placeholder
         self.latest_path = None
@@ -143,11 +152,11 @@ class DesignEnv(CollaborationEnv):
         values["dialogue_history"] = simulator_transcript(self.history, cue="")
         parts: List[Dict[str, object]] = [text_part(fill_template(self.user_prompt, values))]
         if self.latest_path is not None:
-            parts += [text_part(AGENT_PAGE_INTRO),
+            parts += [text_part(self.captions.agent_page),
                       image_part(read_png(self.latest_path), self.max_image_side)]
         else:
-            parts.append(text_part(NO_PAGE_NOTE))
-        parts += [text_part(REFERENCE_INTRO),
+            parts.append(text_part(self.captions.no_page))
+        parts += [text_part(self.captions.reference_page),
                   image_part(read_png(self.reference_path), self.max_image_side)]
         return [{"role": "user", "content": parts}]
 

@@ -14,11 +14,11 @@ import pytest
 from sweet_rl.agents.base import Agent, AgentOutput
 from sweet_rl.data.tasks import load_tasks
 from sweet_rl.environments import DesignEnv, make_env
-from sweet_rl.environments.design import AGENT_PAGE_INTRO, NO_PAGE_NOTE, REFERENCE_INTRO
 from sweet_rl.rendering import assets as page_assets
 from sweet_rl.rendering.browser import VIEWPORT_WIDTH
 from sweet_rl.rendering.pool import DriverPool
 from sweet_rl.prompts import load_prompt
+from sweet_rl.prompts.captions import load_captions
 from sweet_rl.records import Task, Trajectory
 from sweet_rl.rollout import run_dialogues
 from sweet_rl.rendering.screenshots import resolve, screenshot_path
@@ -27,6 +27,7 @@ from sweet_rl.simulators.base import Simulator, SimulatorReply
 CDN = "https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css"
 RED_PAGE = (f'<html lang="en"><link href="{CDN}" rel="stylesheet"><body style="margin:0">'
             '<div class="bg-red-500" style="height:300px"></div></body></html>')
+CAPTIONS = load_captions(None)  # the bundled sentences around the pictures
 RED_500, YELLOW_800 = (0xEF, 0x44, 0x44), (0x92, 0x40, 0x0E)  # Tailwind 2.2.19 colours
 # The main thread stays busy longer than the fast pool's page-load timeout: a real failure.
 SLOW_PAGE = (
@@ -142,7 +143,7 @@ def test_pages_are_rendered_shown_to_the_simulator_and_answered(pool, tmp_path):
     prompt = parts[0]["text"]
     assert prompt == load_prompt(None, "user", "html")
     assert task.problem_description not in prompt and "Does it look right" not in prompt
-    assert (parts[1]["text"], parts[3]["text"]) == (AGENT_PAGE_INTRO, REFERENCE_INTRO)
+    assert (parts[1]["text"], parts[3]["text"]) == (CAPTIONS.agent_page, CAPTIONS.reference_page)
     agent_image, reference_image = decoded(parts[2]), decoded(parts[4])
     assert agent_image == open(page_png, "rb").read()
     assert reference_image == open(ref_png, "rb").read()
@@ -152,7 +153,7 @@ def test_pages_are_rendered_shown_to_the_simulator_and_answered(pool, tmp_path):
     # Turn 2 showed no page: a note instead of the agent's image, the reference still there.
     parts = simulator.seen[1][0]["content"]
     assert [p["type"] for p in parts] == ["text", "text", "text", "image_url"]
-    assert parts[1]["text"] == NO_PAGE_NOTE and decoded(parts[3]) == reference_image
+    assert parts[1]["text"] == CAPTIONS.no_page and decoded(parts[3]) == reference_image
 
     # The answer is the last page written, although the final message holds none.
     assert traj.answer == RED_PAGE
@@ -193,7 +194,7 @@ def test_a_page_that_fails_to_render_is_not_shown(pool, fast_pool, tmp_path):
     assert failed.content == f" second {SLOW_PAGE}"
     assert failed.extra["html"] == SLOW_PAGE and failed.extra["screenshot"] is None
     assert "imeout" in failed.extra["render_error"]
-    assert simulator.seen[1][0]["content"][1]["text"] == NO_PAGE_NOTE
+    assert simulator.seen[1][0]["content"][1]["text"] == CAPTIONS.no_page
     # As in the original, the answer is the last page written even though it did not render
     # (the original stored no screenshot path then, which scores as a black image).
     assert traj.answer == SLOW_PAGE and traj.extra["answer_screenshot"] is None

@@ -6,9 +6,9 @@ from sweet_rl.environments.html_snippet import PAGE_PLACEHOLDER, find_page, spli
 from sweet_rl.environments.protocol import parse_agent_output
 
 
-def extract_page(message):
+def extract_page(message, lenient=False):
     """The page's HTML exactly as written, or None (as the environment cuts it)."""
-    span = find_page(message)
+    span = find_page(message, lenient)
     return message[span[0]:span[1]] if span else None
 
 
@@ -24,11 +24,9 @@ def page_from_output(raw_output):
         ("a <body>b</body> c <html><body>d</body></html> e", "<html><body>d</body></html>"),
         # The first page, and the shortest match: the second page stays in the content.
         ("<html>one</html> and <html>two</html>", "<html>one</html>"),
-        # Across lines, with attributes on the tag and a differently cased closing tag.
-        (
-            'see:\n<html lang="en" class="h-full">\n<body>\nhi\n</body>\n</HTML >\nok',
-            '<html lang="en" class="h-full">\n<body>\nhi\n</body>\n</HTML >',
-        ),
+        # Across lines, with attributes on the tag.
+        ('see:\n<html lang="en">\n<body>\nhi\n</body>\n</html>\nok',
+         '<html lang="en">\n<body>\nhi\n</body>\n</html>'),
         # Without <html>, the first <body> with its attributes.
         (
             "x <body class='p-4'>\n<p>b</p>\n</body> <body>2</body>",
@@ -36,14 +34,35 @@ def page_from_output(raw_output):
         ),
         # An unclosed <html> is no page; a closed <body> inside it still is.
         ("<html><body>b</body>", "<body>b</body>"),
-        ("<htmlx>no</htmlx> <bodyguard>no</bodyguard>", None),
         ("just words about html and body tags", None),
         ("<html>never closed", None),
     ],
 )
-def test_extract_page(message, page):
-    assert extract_page(message) == page
+def test_both_rules_agree_on_lower_case_pages(message, page):
+    assert extract_page(message) == page == extract_page(message, lenient=True)
     assert (find_page(message) is None) == (page is None)
+
+
+@pytest.mark.parametrize(
+    "message, original, lenient",
+    [
+        # Tag names as written: upper case is no page for the original's rule.
+        ("Here: <HTML><BODY>red</BODY></HTML>", None, "<HTML><BODY>red</BODY></HTML>"),
+        # A closing tag in another case: the original's rule falls back to the <body>.
+        ('<html lang="en"><body>\nhi\n</body>\n</HTML >', "<body>\nhi\n</body>",
+         '<html lang="en"><body>\nhi\n</body>\n</HTML >'),
+        ("<Body>x</Body>", None, "<Body>x</Body>"),
+        # The original's opening tag is "<html" and anything up to the next ">".
+        ("<htmlx>a</html>", "<htmlx>a</html>", None),
+        ("<html\nlang='en'>a</html>", "<html\nlang='en'>a</html>", "<html\nlang='en'>a</html>"),
+        # ... and its closing tag exactly "</html>".
+        ("<html>a</html >", None, "<html>a</html >"),
+        ("<htmlx>no</htmlx> <bodyguard>no</bodyguard>", None, None),
+    ],
+)
+def test_the_original_rule_reads_tags_as_written(message, original, lenient):
+    assert extract_page(message) == original
+    assert extract_page(message, lenient=True) == lenient
 
 
 def test_split_replaces_only_the_page():
