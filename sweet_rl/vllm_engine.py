@@ -81,8 +81,7 @@ def model_max_length(model_path: str) -> int:
     """The longest sequence the checkpoint's config allows (its text model's, for a VLM)."""
     from transformers import AutoConfig
 
-    config = AutoConfig.from_pretrained(model_path)
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    text = AutoConfig.from_pretrained(model_path).get_text_config()
     return int(getattr(text, "max_position_embeddings", 0) or CPU_MIN_BATCH_TOKENS)
 
 
