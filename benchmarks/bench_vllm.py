@@ -14,7 +14,8 @@ trajectories (its ``--data_fraction 0.5``).
 * Sampling: ``--n`` candidates per turn and their reference log-probs, the sample stage's
   samplers: ``hf`` (:class:`sweet_rl.stepwise.sampling.HFSampler`, batches of 16, its prompt
   cache) against vLLM (:class:`sweet_rl.stepwise.vllm_backend.VLLMSampler`: one request per
-  candidate, prefix caching). Tokens/s counts the candidates' tokens.
+  candidate, prefix caching). Tokens/s counts the tokens generated (stop tokens included),
+  over the whole stage's work: sampling and the reference log-probs.
 * Ranking: the vLLM candidates scored by the rank stage's scorers (``--score_tokens
   original``): ``hf`` with the shared-prompt KV cache against vLLM's prompt log-probs (its
   prefix caching is on, but V1 reads no cached prefix for a request that asks for prompt
@@ -86,10 +87,11 @@ def main() -> None:
           f" torch threads {torch.get_num_threads()}")
 
     hf = HFSampler(model, max_new_tokens=args.max_new_tokens, device="cpu", dtype="float32")
+    generated = count_generated(hf.generator)
     started = time.perf_counter()
-    hf_out = hf.sample(prompts, args.n, seeds)
+    hf.sample(prompts, args.n, seeds)
     hf_seconds = time.perf_counter() - started
-    hf_tokens = sum(c for _, scores in hf_out for _, c in scores)
+    hf_tokens = sum(generated)
 
     started = time.perf_counter()
     sampler = VLLMSampler(model, max_new_tokens=args.max_new_tokens, seed=args.seed)
@@ -120,6 +122,24 @@ def main() -> None:
     print(f"ranking   hf (prompt cache):     {rate(scored, hf_seconds)}")
     print(f"ranking   vLLM (prefix caching): {rate(scored, vllm_seconds)}")
     print(f"ranking   vLLM / hf: {hf_seconds / vllm_seconds:.1f}x")
+
+
+def count_generated(generator) -> list:
+    """Count the tokens ``generator``'s model generates, per row, up to and with its stop
+    token: what vLLM's ``token_ids`` hold (the hf sampler's scores count the text's tokens as
+    it re-tokenises them, which for a random model's byte soup is not the same number)."""
+    counts: list = []
+    generate = generator.model.generate
+
+    def counting(**kwargs):
+        out = generate(**kwargs)
+        for row in out[:, kwargs["input_ids"].shape[1]:].tolist():
+            stop = next((i for i, t in enumerate(row) if t in generator.stop_ids), None)
+            counts.append(len(row) if stop is None else stop + 1)
+        return out
+
+    generator.model.generate = counting
+    return counts
 
 
 def critic_items_for(tokenizer, prompt, texts):
