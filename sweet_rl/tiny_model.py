@@ -94,8 +94,14 @@ def build_tokenizer(vocab_size: int = 1024, extra_text: Iterable[str] = ()):
 def build_tiny_model(output_dir: str, seed: int = 0, vocab_size: int = 1024,
                      hidden_size: int = 64, num_layers: int = 2,
                      max_position_embeddings: int = 8192,
-                     extra_text: Iterable[str] = (), tie_embeddings: bool = False) -> str:
-    """Write a tiny random Llama model and its tokenizer to ``output_dir``; return the path."""
+                     extra_text: Iterable[str] = (), tie_embeddings: bool = False,
+                     head_dim: Optional[int] = None) -> str:
+    """Write a tiny random Llama model and its tokenizer to ``output_dir``; return the path.
+
+    Its 4 attention heads are ``hidden_size / 4`` wide (16) unless ``head_dim`` says otherwise:
+    vLLM's CPU attention takes heads of 32, 64, 80, ... only, so its tests build
+    ``head_dim=32`` (the same tokenizer, wider attention projections).
+    """
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
@@ -107,6 +113,7 @@ def build_tiny_model(output_dir: str, seed: int = 0, vocab_size: int = 1024,
         num_hidden_layers=num_layers,
         num_attention_heads=4,
         num_key_value_heads=2,
+        head_dim=head_dim or hidden_size // 4,
         max_position_embeddings=max_position_embeddings,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,

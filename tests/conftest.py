@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -102,6 +103,13 @@ SLOW_TESTS = {
 }
 SLOW_FIXTURES = {"render_assets"}  # real Chromium
 
+# The `vllm` marker (registered in pyproject.toml): every test under tests/vllm/ runs vLLM's
+# engine for real, on the CPU through vLLM's CPU build, in the second test environment
+# (scripts/vllm_env.sh; `.venv-vllm/bin/python -m pytest -q -m vllm tests/vllm`). They are slow
+# too, and skipped where vLLM is not installed (the main environment).
+VLLM_DIR = "tests/vllm/"
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
@@ -110,3 +118,10 @@ def pytest_collection_modifyitems(config, items):
         if path in SLOW_FILES or test in SLOW_TESTS or \
                 SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        if path.startswith(VLLM_DIR):
+            item.add_marker(pytest.mark.vllm)
+            item.add_marker(pytest.mark.slow)
+            if not HAS_VLLM:
+                item.add_marker(pytest.mark.skip(
+                    reason="needs vLLM (its CPU build: bash scripts/vllm_env.sh, then "
+                           ".venv-vllm/bin/python -m pytest -q -m vllm tests/vllm)"))

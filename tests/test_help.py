@@ -276,7 +276,7 @@ def test_rank_writes_the_same_file_either_way(tmp_path):
 # -- the shell recipes ---------------------------------------------------------------------
 
 RECIPES = ["run_sweet_backend", "run_sweet_frontend", "run_baselines_backend", "run_demo",
-           "run_mini_quick", "run_mini_reproduction", "build_mini_agent"]
+           "run_mini_quick", "run_mini_reproduction", "build_mini_agent", "vllm_env"]
 
 
 @pytest.mark.parametrize("recipe", RECIPES)

@@ -1,8 +1,10 @@
-"""The ``vllm`` agent: offline ``vllm.LLM`` with tensor parallelism over the visible GPUs.
+"""The ``vllm`` agent: offline ``vllm.LLM``, tensor parallel over the visible GPUs (or vLLM's
+CPU build on the CPU).
 
-vLLM is imported only when this backend is built, so the rest of the package works without
-it. The prompt building and sampling-parameter logic is kept in :func:`build_requests`, a pure
-function that tests check on the CPU; the engine itself needs a GPU.
+vLLM is imported only when this backend is built (through :mod:`sweet_rl.vllm_engine`, the one
+module that calls vLLM), so the rest of the package works without it. The prompt building and
+sampling-parameter logic is kept in :func:`build_requests`, a pure function; the engine itself
+runs in the vLLM tests (tests/vllm/).
 """
 
 from __future__ import annotations
@@ -36,42 +38,44 @@ def build_requests(tokenizer, conversations: List[ChatMessages], temperature: fl
     return requests
 
 
-def require_vllm():
-    try:
-        import vllm  # noqa: F401
-    except ImportError as err:  # pragma: no cover - depends on the machine
-        raise ImportError("the vllm agent backend needs vLLM and a GPU: "
-                          "pip install 'sweet_rl[vllm]'") from err
-    return vllm
-
-
 class VLLMAgent(Agent):
+    """``llm``: an engine already loaded on ``model_path`` (the tests share one); it is then
+    the caller's to close."""
+
     name = "vllm"
 
     def __init__(self, model_path: str, temperature: float = 1.0, max_new_tokens: int = 1024,
                  tensor_parallel_size: Optional[int] = None, gpu_memory_utilization: float = 0.9,
-                 max_model_len: Optional[int] = None, seed: int = 0):
-        vllm = require_vllm()
-        import torch
-
+                 max_model_len: Optional[int] = None, seed: int = 0, dtype: str = "auto",
+                 llm=None):
+        from sweet_rl import vllm_engine
         from sweet_rl.hf_generation import load_tokenizer
 
-        if tensor_parallel_size is None:
-            tensor_parallel_size = max(1, torch.cuda.device_count())
         self.tokenizer = load_tokenizer(model_path)
-        self.llm = vllm.LLM(model=model_path, tensor_parallel_size=tensor_parallel_size,
-                            gpu_memory_utilization=gpu_memory_utilization,
-                            max_model_len=max_model_len, seed=seed)
+        self.owns_llm = llm is None
+        self.llm = llm if llm is not None else vllm_engine.load_llm(
+            model_path, seed=seed, dtype=dtype, max_model_len=max_model_len,
+            gpu_memory_utilization=gpu_memory_utilization,
+            tensor_parallel_size=tensor_parallel_size)
         self.temperature = temperature
         self.max_new_tokens = max_new_tokens
 
     def generate(self, conversations: List[ChatMessages], seeds: Optional[List[int]] = None,
                  keys=None) -> List[AgentOutput]:
-        from vllm import SamplingParams
+        from sweet_rl import vllm_engine
 
         requests = build_requests(self.tokenizer, conversations, self.temperature,
                                   self.max_new_tokens, seeds)
         prompts = [prompt for prompt, _ in requests]
-        params = [SamplingParams(**kwargs) for _, kwargs in requests]
-        results = self.llm.generate(prompts, params, use_tqdm=False)
-        return [AgentOutput(prompt=p, output=r.outputs[0].text) for p, r in zip(prompts, results)]
+        params = [vllm_engine.sampling_params(**kwargs) for _, kwargs in requests]
+        results = vllm_engine.generate(self.llm, prompts, params)
+        return [AgentOutput(prompt=p, output=vllm_engine.completion_text(self.tokenizer,
+                                                                         r.outputs[0]))
+                for p, r in zip(prompts, results)]
+
+    def close(self) -> None:
+        if self.owns_llm and self.llm is not None:
+            from sweet_rl.vllm_engine import close_llm
+
+            close_llm(self.llm)
+        self.llm = None

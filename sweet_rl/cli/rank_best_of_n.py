@@ -74,14 +74,16 @@ def main(input_path: str, output_path: str, model_id: Optional[str] = None,
             original's code did on vLLM 0.6.5), ``turn`` (after the context's last
             end-of-turn token: assistant header + candidate, what the same code does on
             vLLM >= 0.8) or ``candidate`` (the candidate only, the paper's description).
-        backend: ``hf`` (transformers) or ``vllm`` (GPU, prompt log-probs).
+        backend: ``hf`` (transformers) or ``vllm`` (prompt log-probs; a GPU, or vLLM's CPU
+            build).
         batch_size: hf candidates per forward pass.
         chunk_size: records written per append (a killed run redoes at most this many).
         save_steps: the original's name for chunk_size (records per write); wins when given.
         no_prompt_cache: hf only: score every candidate with its full prompt instead of
             reusing the turn's prompt KV cache (slower; same numbers up to rounding).
         device: where the hf critic runs (default: cuda when available, else cpu).
-        dtype: the hf critic's dtype ("auto": bf16 on a GPU that has it, fp32 on the CPU).
+        dtype: the critic's dtype ("auto": bf16 on a GPU that has it, fp32 on the CPU; with
+            vllm on a GPU, vLLM's own choice).
         seed: the vLLM engine's seed.
         to_continue: resume a killed run after the records already written.
         overwrite: replace an existing output.
@@ -153,13 +155,17 @@ def main(input_path: str, output_path: str, model_id: Optional[str] = None,
                                 screenshots_from=screenshots_from)
         scored = 0
         step = max(1, int(chunk_size))
-        with tqdm(total=len(samples), initial=done, desc="turns", unit="turn") as bar:
-            for start in range(done, len(samples), step):
-                chunk = samples[start:start + step]
-                judged = judge.judge(chunk)  # vLLM: one engine call for the whole chunk
-                append_jsonl(path, [ranked(s, j) for s, j in zip(chunk, judged)])
-                scored += sum(len(s.additional_outputs) for s in chunk)
-                bar.update(len(chunk))
+        try:
+            with tqdm(total=len(samples), initial=done, desc="turns", unit="turn") as bar:
+                for start in range(done, len(samples), step):
+                    chunk = samples[start:start + step]
+                    judged = judge.judge(chunk)  # vLLM: one engine call for the whole chunk
+                    append_jsonl(path, [ranked(s, j) for s, j in zip(chunk, judged)])
+                    scored += sum(len(s.additional_outputs) for s in chunk)
+                    bar.update(len(chunk))
+        finally:
+            if judge is not None:
+                judge.close()
         if not samples:
             append_jsonl(path, [])
         seconds = time.time() - started

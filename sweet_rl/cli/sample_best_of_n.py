@@ -57,13 +57,14 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
         temperature: the sampling temperature.
         best_of_n: candidates per turn (N).
         data_fraction: share of the trajectories used, taken from the top of the file.
-        backend: ``hf`` (transformers) or ``vllm`` (GPU).
+        backend: ``hf`` (transformers) or ``vllm`` (a GPU, or vLLM's CPU build).
         max_new_tokens: the token budget of each candidate.
         seed: base of every record's sampling seed.
         batch_size: hf rows per generate/score call.
         chunk_size: records written per append (a killed run redoes at most this many).
         device: where the hf model runs (default: cuda when available, else cpu).
-        dtype: the hf model's dtype ("auto": bf16 on a GPU that has it, fp32 on the CPU).
+        dtype: the model's dtype ("auto": bf16 on a GPU that has it, fp32 on the CPU; with
+            vllm on a GPU, vLLM's own choice).
         exclude_stop_token: leave the end-of-turn token a candidate stopped on out of its
             reference log-probs (the original, via vLLM's per-token log-probs, includes it).
         to_continue: resume a killed run after the records already written.
@@ -119,16 +120,20 @@ def main(input_path: str, output_path: str, agent_model: str = ORIGINAL_AGENT,
                                         include_stop=not exclude_stop_token)
             except OSError as err:  # neither a folder nor loadable from the hub
                 raise OSError(f"cannot load --agent_model {agent_model}: {err}") from err
-        with tqdm(total=len(records), initial=done, desc="turns", unit="turn") as bar:
-            for start in range(done, len(records), max(1, int(chunk_size))):
-                chunk = records[start:start + max(1, int(chunk_size))]
-                # a record's seed depends on its global index only, so a resumed run and the shard
-                # holding the record draw what a single run does
-                seeds = [row_seed(seed, first + start + i) for i in range(len(chunk))]
-                results = sampler.sample([r["input"] for r in chunk], int(best_of_n), seeds)
-                append_jsonl(path, [with_candidates(r, outputs, scores)
-                                           for r, (outputs, scores) in zip(chunk, results)])
-                bar.update(len(chunk))
+        try:
+            with tqdm(total=len(records), initial=done, desc="turns", unit="turn") as bar:
+                for start in range(done, len(records), max(1, int(chunk_size))):
+                    chunk = records[start:start + max(1, int(chunk_size))]
+                    # a record's seed depends on its global index only, so a resumed run and the
+                    # shard holding the record draw what a single run does
+                    seeds = [row_seed(seed, first + start + i) for i in range(len(chunk))]
+                    results = sampler.sample([r["input"] for r in chunk], int(best_of_n), seeds)
+                    append_jsonl(path, [with_candidates(r, outputs, scores)
+                                        for r, (outputs, scores) in zip(chunk, results)])
+                    bar.update(len(chunk))
+        finally:
+            if getattr(sampler, "close", None) is not None:
+                sampler.close()  # the vLLM engine, at once
         if not records:
             append_jsonl(path, [])  # an empty but existing output, like a full run's
         write_sidecar(path, arguments, "sample_best_of_n")

@@ -76,6 +76,11 @@ class LogProbJudge(TurnJudge):
         scores = self.scorer.score_many(items)  # vLLM: one engine call for all of them
         return [judge_results(c, s, self.use_sum) for s, c in zip(samples, scores)]
 
+    def close(self) -> None:
+        close = getattr(self.scorer, "close", None)  # the vLLM scorer's engine
+        if close is not None:
+            close()
+
 
 def _per_record(samples: Sequence[StepSample], flat: Sequence[float]) -> List[List[float]]:
     """The scores of all records' candidates, in order, cut back into one list per record."""

@@ -59,5 +59,5 @@ def build_scorer(backend: str, model_path: str, device, dtype: str, batch_size: 
     if backend == "vllm":
         from sweet_rl.stepwise.vllm_backend import VLLMScorer
 
-        return VLLMScorer(model_path, seed=seed)
+        return VLLMScorer(model_path, seed=seed, dtype=dtype)
     raise ValueError(f"unknown backend {backend!r}; choose hf or vllm")

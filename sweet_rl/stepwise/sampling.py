@@ -72,5 +72,6 @@ def build_sampler(backend: str, model_path: str, temperature: float, max_new_tok
     if backend == "vllm":
         from sweet_rl.stepwise.vllm_backend import VLLMSampler
 
-        return VLLMSampler(model_path, temperature, max_new_tokens, seed, include_stop=include_stop)
+        return VLLMSampler(model_path, temperature, max_new_tokens, seed,
+                           include_stop=include_stop, dtype=dtype)
     raise ValueError(f"unknown backend {backend!r}; choose hf or vllm")

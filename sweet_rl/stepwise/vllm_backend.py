@@ -1,9 +1,13 @@
-"""Sampling and scoring on vLLM (GPU only; vLLM is imported when one of these is built).
+"""Sampling and scoring on vLLM (vLLM is imported, through :mod:`sweet_rl.vllm_engine`, when
+one of these is built).
 
-The documented vLLM objects used:
+The vLLM objects used:
 
-* sampling: ``SamplingParams(n=N, temperature, max_tokens, seed, logprobs=0, ...)``; each
-  ``RequestOutput.outputs[k]`` (a ``CompletionOutput``) has ``text``, ``token_ids``,
+* sampling: one request per candidate, ``SamplingParams(n=1, temperature, max_tokens,
+  seed, logprobs=0, ...)`` seeded as the ``hf`` backend seeds its candidates
+  (:func:`sweet_rl.seeding.candidate_seeds` of the record's seed), so a candidate depends only
+  on ``--seed`` and its record's global index, on either backend; each
+  ``RequestOutput.outputs[0]`` (a ``CompletionOutput``) has ``text``, ``token_ids``,
   ``logprobs`` (one ``{token_id: Logprob}`` dict per generated token, holding at least the
   sampled token) and ``cumulative_logprob``;
 * scoring: ``SamplingParams(prompt_logprobs=0, max_tokens=1)`` on ``{"prompt_token_ids": ids}``
@@ -12,20 +16,17 @@ The documented vLLM objects used:
   a ``{token_id: Logprob}`` dict (holding the prompt's own token) for the others.
 
 Turning those objects into numbers is done by the pure functions below, which the tests check
-with small stand-in objects. vLLM reuses shared prompt prefixes itself (prefix caching), so
-the N candidates of a turn are simply sent as N prompts.
+with small stand-in objects and, in the vLLM environment, on the engine itself.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from functools import partial
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from sweet_rl.seeding import candidate_seeds
 from sweet_rl.stepwise.scoring import Score, SpanScorer
-
-
-def _logprob_value(entry: Any) -> float:
-    """vLLM's ``Logprob`` objects carry ``.logprob``; plain floats are accepted too."""
-    return float(getattr(entry, "logprob", entry))
+from sweet_rl.vllm_engine import logprob_value
 
 
 def completion_score(completion: Any, stop_ids: Sequence[int], include_stop: bool = True) -> Score:
@@ -40,19 +41,25 @@ def completion_score(completion: Any, stop_ids: Sequence[int], include_stop: boo
     token_ids = list(completion.token_ids)
     per_token = getattr(completion, "logprobs", None)
     if per_token is None:
-        return float(completion.cumulative_logprob or 0.0), len(token_ids)
+        if completion.cumulative_logprob is None:  # V1 without logprobs: nothing to sum
+            raise ValueError("the completion carries no log-probs: request logprobs=0")
+        return float(completion.cumulative_logprob), len(token_ids)
     count = len(token_ids)
     if not include_stop and count and token_ids[-1] in set(stop_ids):
         count -= 1
-    total = sum(_logprob_value(per_token[i][token_ids[i]]) for i in range(count))
+    total = sum(logprob_value(per_token[i][token_ids[i]]) for i in range(count))
     return total, count
 
 
-def request_candidates(request_output: Any, stop_ids: Sequence[int],
-                       include_stop: bool = True) -> Tuple[List[str], List[Score]]:
-    """Texts and scores of the N completions of one ``RequestOutput``, in vLLM's order."""
-    outputs = list(request_output.outputs)
-    return [o.text for o in outputs], [completion_score(o, stop_ids, include_stop) for o in outputs]
+def request_candidates(request_outputs: Sequence[Any], stop_ids: Sequence[int],
+                       include_stop: bool = True,
+                       decode: Optional[Callable[[Any], str]] = None,
+                       ) -> Tuple[List[str], List[Score]]:
+    """Texts and scores of a record's N candidates, one ``RequestOutput`` each, in order;
+    ``decode`` turns a completion into its text (default: vLLM's ``text``)."""
+    outputs = [r.outputs[0] for r in request_outputs]
+    texts = [decode(o) if decode is not None else o.text for o in outputs]
+    return texts, [completion_score(o, stop_ids, include_stop) for o in outputs]
 
 
 def prompt_tail_score(prompt_logprobs: Sequence[Optional[Dict[int, Any]]],
@@ -64,7 +71,7 @@ def prompt_tail_score(prompt_logprobs: Sequence[Optional[Dict[int, Any]]],
     if num_context < 1:
         raise ValueError("the context must hold at least one token")
     positions = range(num_context, len(token_ids))
-    total = sum(_logprob_value(prompt_logprobs[t][token_ids[t]]) for t in positions)
+    total = sum(logprob_value(prompt_logprobs[t][token_ids[t]]) for t in positions)
     return total, len(positions)
 
 
@@ -91,66 +98,97 @@ def span_scores(
     return out
 
 
-def sampling_kwargs(n: int, temperature: float, max_tokens: int, seed: int,
-                    stop_ids: Sequence[int], top_p: float = 1.0) -> Dict[str, Any]:
-    """Keyword arguments of the ``SamplingParams`` for one turn's N candidates."""
-    return dict(n=int(n), temperature=float(temperature), top_p=float(top_p),
+def sampling_kwargs(temperature: float, max_tokens: int, seed: int, stop_ids: Sequence[int],
+                    top_p: float = 1.0) -> Dict[str, Any]:
+    """Keyword arguments of the ``SamplingParams`` of one candidate."""
+    return dict(n=1, temperature=float(temperature), top_p=float(top_p),
                 max_tokens=int(max_tokens), seed=int(seed), logprobs=0,
                 stop_token_ids=list(stop_ids), skip_special_tokens=True)
 
 
-def _llm(model_path: str, seed: int = 0, gpu_memory_utilization: float = 0.9,
-         max_model_len: Optional[int] = None):
-    import torch
+def candidate_requests(prompts: Sequence[str], n: int, seeds: Sequence[int], temperature: float,
+                       max_tokens: int, stop_ids: Sequence[int],
+                       top_p: float = 1.0) -> List[Tuple[str, Dict[str, Any]]]:
+    """(prompt, SamplingParams keyword arguments) for every candidate of every record, record
+    by record; candidate ``j`` of the record seeded ``s`` is seeded ``candidate_seeds(s)[j]``.
 
-    from sweet_rl.agents.vllm_agent import require_vllm
-
-    vllm = require_vllm()
-    return vllm.LLM(model=model_path, tensor_parallel_size=max(1, torch.cuda.device_count()),
-                    gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
-                    seed=seed)
+    Not one request with ``n=N`` and the record's seed: vLLM's V1 engine seeds such a
+    request's samples ``s, s + 1, ...``, and ``s + 1`` is the next record's seed.
+    """
+    return [(prompt, sampling_kwargs(temperature, max_tokens, candidate, stop_ids, top_p))
+            for prompt, seed in zip(prompts, seeds) for candidate in candidate_seeds(seed, n)]
 
 
 class VLLMSampler:
-    """N candidates per prompt and their reference scores under the sampling model."""
+    """N candidates per prompt and their reference scores under the sampling model. ``llm``:
+    an engine already loaded on ``model_path`` (then the caller's to close)."""
 
     def __init__(self, model_path: str, temperature: float = 1.0, max_new_tokens: int = 1024,
-                 seed: int = 0, include_stop: bool = True, **llm_kwargs):
+                 seed: int = 0, include_stop: bool = True, dtype: str = "auto", llm=None,
+                 **llm_kwargs):
+        from sweet_rl import vllm_engine
         from sweet_rl.hf_generation import load_tokenizer, stop_token_ids
 
-        self.llm = _llm(model_path, seed, **llm_kwargs)
-        self.stop_ids = stop_token_ids(load_tokenizer(model_path))
+        self.owns_llm = llm is None
+        self.llm = llm if llm is not None else vllm_engine.load_llm(
+            model_path, seed=seed, dtype=dtype, **llm_kwargs)
+        self.tokenizer = load_tokenizer(model_path)
+        self.stop_ids = stop_token_ids(self.tokenizer)
         self.temperature, self.max_new_tokens = temperature, max_new_tokens
         self.include_stop = include_stop
 
     def sample(
         self, prompts: List[str], n: int, seeds: List[int]
     ) -> List[Tuple[List[str], List[Score]]]:
-        from vllm import SamplingParams
+        from sweet_rl import vllm_engine
 
-        params = [SamplingParams(**sampling_kwargs(n, self.temperature, self.max_new_tokens,
-                                                   s, self.stop_ids)) for s in seeds]
-        results = self.llm.generate(prompts, params, use_tqdm=False)
-        return [request_candidates(r, self.stop_ids, self.include_stop) for r in results]
+        requests = candidate_requests(prompts, n, seeds, self.temperature, self.max_new_tokens,
+                                      self.stop_ids)
+        results = vllm_engine.generate(self.llm, [prompt for prompt, _ in requests],
+                                       [vllm_engine.sampling_params(**kw) for _, kw in requests])
+        n = int(n)
+        decode = partial(vllm_engine.completion_text, self.tokenizer)
+        return [request_candidates(results[k * n:(k + 1) * n], self.stop_ids, self.include_stop,
+                                   decode) for k in range(len(prompts))]
+
+    def close(self) -> None:
+        _close(self)
 
 
 class VLLMScorer(SpanScorer):
-    """Scores token rows through prompt log-probs; ``score_many`` batches several turns."""
+    """Scores token rows through prompt log-probs; ``score_many`` batches several turns.
+    ``llm``: an engine already loaded on ``model_path`` (then the caller's to close)."""
 
-    def __init__(self, model_path: str, seed: int = 0, **llm_kwargs):
+    def __init__(self, model_path: str, seed: int = 0, dtype: str = "auto", llm=None,
+                 **llm_kwargs):
+        from sweet_rl import vllm_engine
         from sweet_rl.hf_generation import load_tokenizer
 
-        self.llm = _llm(model_path, seed, **llm_kwargs)
+        self.owns_llm = llm is None
+        self.llm = llm if llm is not None else vllm_engine.load_llm(
+            model_path, seed=seed, dtype=dtype, **llm_kwargs)
         self.tokenizer = load_tokenizer(model_path)
 
     def score_many(self, items: List[Tuple[List[List[int]], List[int]]]) -> List[List[Score]]:
         """Per turn (rows, first scored positions) -> one (sum, count) per row."""
-        from vllm import SamplingParams
+        from sweet_rl import vllm_engine
 
         requests = span_requests(items)
-        results = self.llm.generate([{"prompt_token_ids": ids} for ids, _ in requests],
-                                    SamplingParams(prompt_logprobs=0, max_tokens=1), use_tqdm=False)
+        results = vllm_engine.generate(
+            self.llm, [vllm_engine.token_prompt(ids) for ids, _ in requests],
+            vllm_engine.sampling_params(prompt_logprobs=0, max_tokens=1))
         return span_scores(items, requests, results)
 
     def score_spans(self, rows: List[List[int]], starts: List[int]) -> List[Score]:
         return self.score_many([(rows, starts)])[0]
+
+    def close(self) -> None:
+        _close(self)
+
+
+def _close(owner) -> None:
+    if owner.owns_llm and owner.llm is not None:
+        from sweet_rl.vllm_engine import close_llm
+
+        close_llm(owner.llm)
+    owner.llm = None

@@ -1,9 +1,7 @@
-"""The vLLM adapter: request building on the CPU; the engine itself only where a GPU is."""
+"""The vLLM adapters' pure parts (requests, engine arguments), without vLLM; the engine itself
+runs in the vLLM environment (tests/vllm/)."""
 
-import importlib.util
-
-import pytest
-
+from sweet_rl import vllm_engine
 from sweet_rl.agents.vllm_agent import build_requests
 from sweet_rl.hf_generation import format_chat, load_tokenizer
 
@@ -23,18 +21,28 @@ def test_requests_carry_chat_prompts_seeds_and_stop_tokens(tiny_model_dir):
         assert eot in params["stop_token_ids"]
 
 
-def _gpu_and_vllm():
-    if importlib.util.find_spec("vllm") is None:
-        return False
-    import torch
+def test_a_gpu_engine_gets_what_the_code_always_passed():
+    kwargs = vllm_engine.engine_kwargs("M", cpu=False, seed=3, tensor_parallel_size=8)
+    assert kwargs == dict(model="M", seed=3, tensor_parallel_size=8, max_model_len=None,
+                          gpu_memory_utilization=0.9)
+    assert vllm_engine.engine_kwargs("M", cpu=False, dtype="bfloat16")["dtype"] == "bfloat16"
 
-    return torch.cuda.is_available()
+
+def test_a_cpu_engine_runs_float32_eager_without_chunked_prefill():
+    kwargs = vllm_engine.engine_kwargs("M", cpu=True, seed=3, model_length=8192)
+    assert kwargs == dict(model="M", seed=3, tensor_parallel_size=1, max_model_len=None,
+                          dtype="float32", enforce_eager=True, enable_chunked_prefill=False,
+                          max_num_batched_tokens=8192, kv_cache_memory_bytes=4 * 2 ** 30)
+    # a short model still gets vLLM's CPU batch budget; VLLM_CPU_KVCACHE_SPACE sets the cache
+    short = vllm_engine.engine_kwargs("M", cpu=True, max_model_len=2048, kv_cache_gib=1.0,
+                                      dtype="bfloat16")
+    assert short["max_num_batched_tokens"] == 4096 and short["dtype"] == "bfloat16"
+    assert "kv_cache_memory_bytes" not in short and "gpu_memory_utilization" not in short
 
 
-@pytest.mark.skipif(not _gpu_and_vllm(), reason="GPU test: needs vLLM and a CUDA device")
-def test_vllm_agent_generates_on_gpu(tiny_model_dir):  # pragma: no cover - GPU only
-    from sweet_rl.agents.vllm_agent import VLLMAgent
-
-    agent = VLLMAgent(tiny_model_dir, max_new_tokens=8, gpu_memory_utilization=0.3)
-    outs = agent.generate([[{"role": "user", "content": "hi"}]], seeds=[0])
-    assert len(outs) == 1 and isinstance(outs[0].output, str)
+def test_the_server_command_is_the_api_server_module():
+    command = vllm_engine.server_command("DIR", "tiny", 8123, cpu=True, python="py")
+    assert command[:3] == ["py", "-m", "vllm.entrypoints.openai.api_server"]
+    assert command[3:] == ["--model", "DIR", "--served-model-name", "tiny", "--host",
+                           "127.0.0.1", "--port", "8123", "--dtype", "float32",
+                           "--enforce-eager"]

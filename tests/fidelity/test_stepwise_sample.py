@@ -20,51 +20,26 @@ import torch
 
 from sweet_rl.cli import sample_best_of_n
 from tests.conftest import REPO_ROOT
+from tests.model_helpers import loud_stop_model, write_offline
 
 N, NEW_TOKENS, SEED = 8, 3, 5
 
 
 @pytest.fixture(scope="module")
 def stop_model(tmp_path_factory, tiny_model_dir):
-    """The tiny model with a loud <|eot_id|>: its output-layer row is a random direction of
-    norm 8, so at roughly a quarter of the positions eot wins and the sample stops, elsewhere
-    it runs on -- a batch holds both stopped and cut candidates."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    direction = torch.randn(model.config.hidden_size, generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        model.lm_head.weight[tokenizer.eos_token_id] = 8.0 * direction / direction.norm()
-    path = str(tmp_path_factory.mktemp("stop-model"))
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+    """The tiny model with a loud <|eot_id|> (tests/model_helpers.py): a batch holds both
+    stopped and cut candidates."""
+    return loud_stop_model(tiny_model_dir, str(tmp_path_factory.mktemp("stop-model")))
 
 
 @pytest.fixture(scope="module")
 def offline(tmp_path_factory, tiny_model_dir):
-    """Two evaluated trajectories with two assistant turns each. Entries are stored with
-    keys in an unusual order and an extra key, to show they are copied as stored."""
+    """Two evaluated trajectories with two assistant turns each, entries stored with keys in
+    an unusual order and an extra key (tests/model_helpers.py)."""
     from sweet_rl.hf_generation import load_tokenizer
 
-    tokenizer = load_tokenizer(tiny_model_dir)
-    rows = []
-    for task, reward in (("add two numbers", 1.0), ("sort a list", 0.0)):
-        history = [{"content": task, "role": "user"}]
-        for reply, user in (("OUTPUT: ints?", "yes"), ("I WANT TO ANSWER: def f", None)):
-            prompt = tokenizer.apply_chat_template(
-                [{"role": m["role"], "content": m["content"]} for m in history],
-                tokenize=False, add_generation_prompt=True)
-            history.append({"output": reply, "role": "assistant", "content": reply,
-                            "input": prompt, "meta": {"turn": len(history)}})
-            if user:
-                history.append({"role": "user", "content": user})
-        rows.append({"task": {"problem_description": task, "ground_truth": "def f(): pass"},
-                     "dialogue_history": history, "answer": "def f", "reward": reward})
     path = tmp_path_factory.mktemp("offline") / "offline.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return str(path)
+    return write_offline(path, load_tokenizer(tiny_model_dir))
 
 
 def _lines(path):

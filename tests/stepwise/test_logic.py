@@ -157,9 +157,12 @@ def test_vllm_completion_score_stop_token():
     assert vllm_backend.completion_score(cut, [9], include_stop=False) == (-3.0, 2)
     no_lp = SimpleNamespace(text="ab", token_ids=[5, 6, 9], cumulative_logprob=-4.5, logprobs=None)
     assert vllm_backend.completion_score(no_lp, [9]) == (-4.5, 3)
-    request = SimpleNamespace(outputs=[done, cut])
-    assert vllm_backend.request_candidates(request, [9]) == (["ab", "ab"], [(-4.5, 3), (-3.0, 2)])
-    assert vllm_backend.request_candidates(request, [9], include_stop=False) == (
+    with pytest.raises(ValueError, match="logprobs=0"):  # V1 leaves cumulative_logprob empty
+        vllm_backend.completion_score(SimpleNamespace(text="ab", token_ids=[5], logprobs=None,
+                                                      cumulative_logprob=None), [9])
+    requests = [SimpleNamespace(outputs=[done]), SimpleNamespace(outputs=[cut])]  # one each
+    assert vllm_backend.request_candidates(requests, [9]) == (["ab", "ab"], [(-4.5, 3), (-3.0, 2)])
+    assert vllm_backend.request_candidates(requests, [9], include_stop=False) == (
         ["ab", "ab"], [(-3.0, 2), (-3.0, 2)])
 
 
@@ -173,6 +176,20 @@ def test_vllm_prompt_tail_score():
 
 
 def test_vllm_sampling_kwargs():
-    kwargs = vllm_backend.sampling_kwargs(16, 1.0, 1024, 7, [128009])
-    assert kwargs == dict(n=16, temperature=1.0, top_p=1.0, max_tokens=1024, seed=7, logprobs=0,
+    kwargs = vllm_backend.sampling_kwargs(1.0, 1024, 7, [128009])
+    assert kwargs == dict(n=1, temperature=1.0, top_p=1.0, max_tokens=1024, seed=7, logprobs=0,
                           stop_token_ids=[128009], skip_special_tokens=True)
+
+
+def test_vllm_candidates_are_seeded_as_the_hf_backends():
+    # one n=1 request per candidate, seeded candidate_seeds(record seed): never the seed + j
+    # that vLLM's V1 engine gives the samples of one n=N request (seed + 1 is the next record's)
+    from sweet_rl.seeding import candidate_seeds, row_seed
+
+    seeds = [row_seed(0, 5), row_seed(0, 6)]
+    assert seeds[1] == seeds[0] + 1  # consecutive records, consecutive seeds
+    requests = vllm_backend.candidate_requests(["p5", "p6"], 3, seeds, 1.0, 16, [9])
+    assert [p for p, _ in requests] == ["p5"] * 3 + ["p6"] * 3
+    drawn = [kw["seed"] for _, kw in requests]
+    assert drawn == candidate_seeds(seeds[0], 3) + candidate_seeds(seeds[1], 3)
+    assert len(set(drawn)) == 6 and all(kw["n"] == 1 for _, kw in requests)
