@@ -94,27 +94,36 @@ def build_tokenizer(vocab_size: int = 1024, extra_text: Iterable[str] = ()):
 def build_tiny_model(output_dir: str, seed: int = 0, vocab_size: int = 1024,
                      hidden_size: int = 64, num_layers: int = 2,
                      max_position_embeddings: int = 8192,
-                     extra_text: Iterable[str] = (), tie_embeddings: bool = False) -> str:
-    """Write a tiny random Llama model and its tokenizer to ``output_dir``; return the path."""
+                     extra_text: Iterable[str] = (), tie_embeddings: bool = False,
+                     device: str = "cpu", dtype: Optional[str] = None, **layout) -> str:
+    """Write a tiny random Llama model and its tokenizer to ``output_dir``; return the path.
+
+    ``layout``: other ``LlamaConfig`` fields (``intermediate_size``, ``num_attention_heads``,
+    ``num_key_value_heads``) for a model that is not tiny, e.g. the GPU check's 1B one, which
+    is built on ``device`` (a GPU initialises 1B weights in a second) and saved in ``dtype``
+    (e.g. ``"bfloat16"``; default float32)."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
     tokenizer = build_tokenizer(vocab_size, extra_text)
+    layout = {"intermediate_size": hidden_size * 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, **layout}
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
-        intermediate_size=hidden_size * 2,
         num_hidden_layers=num_layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         max_position_embeddings=max_position_embeddings,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=tie_embeddings,
+        **layout,
     )
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
+    with torch.device(device):
+        model = LlamaForCausalLM(config)
+    if dtype:
+        model.to(getattr(torch, dtype))
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=[tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids(EOS)],

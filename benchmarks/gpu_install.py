@@ -1,0 +1,95 @@
+"""The GPU check's install step (benchmarks/gpu_check.py): what the machine's image lacks goes
+in from the wheel folder that benchmarks/gpu_wheels.sh fills, with no network and without
+touching the image's torch; the project itself goes in with ``--no-deps``.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from gpu_runner import StepFailed, last_json
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NEEDED = ["deepspeed", "fire"]  # beyond the machine's image, when the wheel folder has no list
+
+ABSENT = ("import importlib.metadata as m, json, sys\n"
+          "def absent(name):\n    try:\n        m.distribution(name)\n"
+          "    except m.PackageNotFoundError:\n        return True\n    return False\n"
+          "print(json.dumps({'absent': [n for n in sys.argv[1:] if absent(n)]}))")
+
+
+def install(ctx) -> dict:
+    """A virtual environment that sees the machine's packages (or the interpreter's own
+    environment where that cannot be), the wheel folder's requirements, torchvision if it works
+    there, the project in editable form; then checks that DeepSpeed, fire and this tree's
+    sweet_rl import, and that torch is still the machine's."""
+    base, venv = ctx.facts["python"], os.path.join(ctx.work, "venv")
+    python = os.path.join(venv, "bin", "python")
+    try:  # the machine's packages stay visible (and used): only what they lack is added
+        if ctx.facts.get("in_venv"):  # a venv on top would see the base's packages, not these
+            raise StepFailed("the interpreter already runs in a virtual environment")
+        ctx.run([base, "-m", "venv", "--system-site-packages", "--without-pip", venv])
+        ctx.run([python, "-c", "import pip, torch"])
+    except StepFailed:  # into the interpreter's own environment (a fresh machine's, or a venv)
+        python = base
+        ctx.env["PIP_BREAK_SYSTEM_PACKAGES"] = "1"
+    wheels = ctx.facts["wheels"]
+    listed = os.path.join(wheels, "requirements.txt")
+    needed = open(listed).read().split() if os.path.exists(listed) else NEEDED
+    pip = [python, "-m", "pip", "install", "--no-index", "--disable-pip-version-check"]
+    files = sorted(f for f in glob.glob(os.path.join(wheels, "*.whl"))
+                   if not os.path.basename(f).startswith("torchvision-"))
+    try:
+        ctx.run(pip + ["--find-links", wheels] + needed)
+        resolved = True
+    except StepFailed:  # pip also re-checks torch's own requirements (DeepSpeed needs torch):
+        # where the machine's environment does not meet one of them, pip looks for another
+        # torch and finds none. Then the folder's wheels of the projects missing here go in
+        # as they are, and the imports below tell whether that was enough.
+        resolved = False
+        names = [os.path.basename(f).split("-")[0] for f in files]
+        absent = last_json(ctx.run([python, "-c", ABSENT] + names))["absent"]
+        if absent:
+            ctx.run(pip + ["--no-deps"] + [f for f, n in zip(files, names) if n in absent])
+    vision = _torchvision(ctx, python, pip)
+    ctx.run(pip + ["--no-deps", "--no-build-isolation", "-e", REPO])
+    probe = ("import json, deepspeed, fire, sweet_rl, torch; print(json.dumps({'deepspeed': "
+             "deepspeed.__version__, 'torch': torch.__version__, 'sweet_rl': sweet_rl.__file__}))")
+    # from the scratch folder and without PYTHONPATH: sweet_rl must come from the install
+    found = last_json(ctx.run([python, "-c", probe], env={"PYTHONPATH": ""}, cwd=ctx.work))
+    if found["torch"] != ctx.facts.get("torch", found["torch"]):
+        raise StepFailed(f"the install replaced torch {ctx.facts['torch']} by {found['torch']}")
+    if not found["sweet_rl"].startswith(REPO):
+        raise StepFailed(f"sweet_rl imports from {found['sweet_rl']}, not this tree")
+    ctx.facts["python"] = python
+    every = glob.glob(os.path.join(wheels, "*.whl"))
+    return dict(found, python=python, venv=python != base, requirements=needed, resolved=resolved,
+                torchvision=vision, wheels=len(every),
+                wheels_mib=round(sum(map(os.path.getsize, every)) / 2**20, 1))
+
+
+def _torchvision(ctx, python: str, pip: list) -> str:
+    """The vision-language critic's processor needs torchvision (transformers loads no Qwen2-VL
+    processor without it), which is built for one torch release and one CUDA version: the
+    folder's wheel goes in as it is and stays only if its compiled ops run here."""
+    try:
+        ctx.run([python, "-c", "import torchvision"])
+        return "present"
+    except StepFailed:
+        pass
+    wheel = glob.glob(os.path.join(ctx.facts["wheels"], "torchvision-*.whl"))
+    if not wheel:
+        return "absent (no wheel in the folder)"
+    try:
+        ctx.run(pip + ["--no-deps"] + wheel)
+    except StepFailed as err:  # e.g. a wheel for another Python
+        return f"not installed: {err}"
+    works = ("import torch, torchvision\nd = 'cuda' if torch.cuda.is_available() else 'cpu'\n"
+             "torchvision.ops.nms(torch.zeros(1, 4, device=d), torch.ones(1, device=d), 0.5)\n"
+             "print('torchvision', torchvision.__version__, 'works on', d)")
+    try:
+        return ctx.run([python, "-c", works]).strip().splitlines()[-1]
+    except StepFailed as err:
+        ctx.run([python, "-m", "pip", "uninstall", "-y", "torchvision"])
+        return f"removed again: {err}"
