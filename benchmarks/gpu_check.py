@@ -6,9 +6,10 @@
 
 Steps, in order (docs/benchmarks.md, "GPU", says what each measures):
   env        the machine: Python, torch, CUDA, the GPU;
-  install    a virtual environment on top of the machine's packages (its torch untouched),
-             DeepSpeed and the rest from the wheel folder (benchmarks/gpu_wheels.sh fills it;
-             pip --no-index), the project itself with --no-deps (benchmarks/gpu_install.py);
+  install, project   a virtual environment on top of the machine's packages (its torch
+             untouched), DeepSpeed and the rest from the wheel folder (benchmarks/gpu_wheels.sh
+             fills it; pip --no-index); the project itself with --no-deps
+             (benchmarks/gpu_install.py);
   inputs     a ~1B random Llama and the miniature's data (benchmarks/gpu_inputs.py);
   sample, rank    the hf agent's 8 candidates per turn (tokens/s) and the critic's ranking
              with the prompt cache (candidates/s) (benchmarks/gpu_throughput.py);
@@ -42,7 +43,7 @@ import xml.etree.ElementTree as ElementTree
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "benchmarks"))
 
-from gpu_install import install  # noqa: E402
+from gpu_install import install, project  # noqa: E402
 from gpu_runner import (Context, Step, StepFailed, last_json, run_plan,  # noqa: E402
                         table)
 
@@ -227,15 +228,17 @@ def describe(record: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in f.items() if not isinstance(v, (dict, list)))
 
 
+# Only what a step reads makes it need another: a step that lacks a package fails on its own
 PLAN = [Step("env", environment, 0),
         Step("install", install, 0),
-        Step("inputs", inputs, 0, needs=("install",), reserve=150),
+        Step("project", project, 0),
+        Step("inputs", inputs, 0, reserve=150),
         Step("sample", throughput("sample"), 0, needs=("inputs",), reserve=150),
         Step("rank", throughput("rank"), 0, needs=("sample",), reserve=150)] + [
     Step(f"train_{kind}_{way}", train(kind, way == "zero3"), 0, needs=("inputs",), reserve=150)
     for way in ("plain", "zero3") for kind in ("agent", "critic")] + [
-    [Step("gpu_tests", gpu_tests, 0, needs=("install",)),
-     Step("mini", mini, 0, needs=("install", "inputs"))]]
+    [Step("gpu_tests", gpu_tests, 0),
+     Step("mini", mini, 0, needs=("inputs",))]]
 
 
 def main(argv=None) -> int:
@@ -295,7 +298,7 @@ def main(argv=None) -> int:
 def _capped(step: Step, mode: dict) -> Step:
     caps = mode["caps"]
     return dataclasses.replace(
-        step, cap=caps.get(step.name, caps["train"] if step.name.startswith("train_") else 60))
+        step, cap=caps.get(step.name, caps["train"] if step.name.startswith("train_") else 90))
 
 
 def _commit() -> str:

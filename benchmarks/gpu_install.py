@@ -21,9 +21,9 @@ ABSENT = ("import importlib.metadata as m, json, sys\n"
 
 def install(ctx) -> dict:
     """A virtual environment that sees the machine's packages (or the interpreter's own
-    environment where that cannot be), the wheel folder's requirements, torchvision if it works
-    there, the project in editable form; then checks that DeepSpeed, fire and this tree's
-    sweet_rl import, and that torch is still the machine's."""
+    environment where that cannot be), the wheel folder's requirements and torchvision if it
+    works there; then checks that DeepSpeed and fire import and that torch is still the
+    machine's. Later steps use this environment even when this step fails."""
     base, venv = ctx.facts["python"], os.path.join(ctx.work, "venv")
     python = os.path.join(venv, "bin", "python")
     try:  # the machine's packages stay visible (and used): only what they lack is added
@@ -34,14 +34,14 @@ def install(ctx) -> dict:
     except StepFailed:  # into the interpreter's own environment (a fresh machine's, or a venv)
         python = base
         ctx.env["PIP_BREAK_SYSTEM_PACKAGES"] = "1"
+    ctx.facts["python"] = python
     wheels = ctx.facts["wheels"]
     listed = os.path.join(wheels, "requirements.txt")
     needed = open(listed).read().split() if os.path.exists(listed) else NEEDED
-    pip = [python, "-m", "pip", "install", "--no-index", "--disable-pip-version-check"]
     files = sorted(f for f in glob.glob(os.path.join(wheels, "*.whl"))
                    if not os.path.basename(f).startswith("torchvision-"))
     try:
-        ctx.run(pip + ["--find-links", wheels] + needed)
+        ctx.run(pip_install(python) + ["--find-links", wheels] + needed)
         resolved = True
     except StepFailed:  # pip also re-checks torch's own requirements (DeepSpeed needs torch):
         # where the machine's environment does not meet one of them, pip looks for another
@@ -51,25 +51,39 @@ def install(ctx) -> dict:
         names = [os.path.basename(f).split("-")[0] for f in files]
         absent = last_json(ctx.run([python, "-c", ABSENT] + names))["absent"]
         if absent:
-            ctx.run(pip + ["--no-deps"] + [f for f, n in zip(files, names) if n in absent])
-    vision = _torchvision(ctx, python, pip)
-    ctx.run(pip + ["--no-deps", "--no-build-isolation", "-e", REPO])
-    probe = ("import json, deepspeed, fire, sweet_rl, torch; print(json.dumps({'deepspeed': "
-             "deepspeed.__version__, 'torch': torch.__version__, 'sweet_rl': sweet_rl.__file__}))")
-    # from the scratch folder and without PYTHONPATH: sweet_rl must come from the install
-    found = last_json(ctx.run([python, "-c", probe], env={"PYTHONPATH": ""}, cwd=ctx.work))
+            missing = [f for f, n in zip(files, names) if n in absent]
+            ctx.run(pip_install(python) + ["--no-deps"] + missing)
+    vision = _torchvision(ctx, python)
+    probe = ("import json, deepspeed, fire, torch; print(json.dumps({'deepspeed': "
+             "deepspeed.__version__, 'torch': torch.__version__}))")
+    found = last_json(ctx.run([python, "-c", probe]))
     if found["torch"] != ctx.facts.get("torch", found["torch"]):
         raise StepFailed(f"the install replaced torch {ctx.facts['torch']} by {found['torch']}")
-    if not found["sweet_rl"].startswith(REPO):
-        raise StepFailed(f"sweet_rl imports from {found['sweet_rl']}, not this tree")
-    ctx.facts["python"] = python
     every = glob.glob(os.path.join(wheels, "*.whl"))
     return dict(found, python=python, venv=python != base, requirements=needed, resolved=resolved,
                 torchvision=vision, wheels=len(every),
                 wheels_mib=round(sum(map(os.path.getsize, every)) / 2**20, 1))
 
 
-def _torchvision(ctx, python: str, pip: list) -> str:
+def project(ctx) -> dict:
+    """The project, editable, with ``--no-deps``; ``sweet_rl`` must then import from this tree
+    with no PYTHONPATH, from another folder. (The other steps also have the tree on
+    PYTHONPATH, so they run whether or not this step passes.)"""
+    python = ctx.facts["python"]
+    ctx.run(pip_install(python) + ["--no-deps", "--no-build-isolation", "-e", REPO])
+    probe = "import json, sweet_rl; print(json.dumps({'sweet_rl': sweet_rl.__file__}))"
+    found = last_json(ctx.run([python, "-c", probe], env={"PYTHONPATH": ""}, cwd=ctx.work))
+    if not found["sweet_rl"].startswith(REPO):
+        raise StepFailed(f"sweet_rl imports from {found['sweet_rl']}, not this tree")
+    return found
+
+
+def pip_install(python: str) -> list:
+    """pip install from the wheel folder or local paths only: the GPU machine has no network."""
+    return [python, "-m", "pip", "install", "--no-index", "--disable-pip-version-check"]
+
+
+def _torchvision(ctx, python: str) -> str:
     """The vision-language critic's processor needs torchvision (transformers loads no Qwen2-VL
     processor without it), which is built for one torch release and one CUDA version: the
     folder's wheel goes in as it is and stays only if its compiled ops run here."""
@@ -82,7 +96,7 @@ def _torchvision(ctx, python: str, pip: list) -> str:
     if not wheel:
         return "absent (no wheel in the folder)"
     try:
-        ctx.run(pip + ["--no-deps"] + wheel)
+        ctx.run(pip_install(python) + ["--no-deps"] + wheel)
     except StepFailed as err:  # e.g. a wheel for another Python
         return f"not installed: {err}"
     works = ("import torch, torchvision\nd = 'cuda' if torch.cuda.is_available() else 'cpu'\n"

@@ -26,8 +26,8 @@ from gpu_runner import Context, Step, StepFailed, run_plan  # noqa: E402
 # DeepSpeed's CPU comm op, built (or loaded from the cache) before the dry run's ZeRO-3 steps
 from tests.training.test_deepspeed import shared_memory_op  # noqa: E402,F401
 
-STEPS = ("env", "install", "inputs", "sample", "rank", "train_agent_plain", "train_critic_plain",
-         "train_agent_zero3", "train_critic_zero3", "gpu_tests", "mini")
+STEPS = ("env", "install", "project", "inputs", "sample", "rank", "train_agent_plain",
+         "train_critic_plain", "train_agent_zero3", "train_critic_zero3", "gpu_tests", "mini")
 
 
 def _records(out):
@@ -105,10 +105,10 @@ def test_dry_run_goes_through_every_step_on_the_cpu(tmp_path):
     assert all(r["status"] == "passed" for r in records.values()), records
     figures = {name: r["figures"] for name, r in records.items()}
 
-    install = figures["install"]  # the project comes from this tree, DeepSpeed is importable
-    assert install["sweet_rl"].startswith(str(REPO_ROOT)) and install["deepspeed"]
-    assert install["torch"] == figures["env"]["torch"]
-    for name in STEPS[5:9]:
+    install = figures["install"]  # DeepSpeed importable, torch untouched
+    assert install["deepspeed"] and install["torch"] == figures["env"]["torch"]
+    assert figures["project"]["sweet_rl"] == str(REPO_ROOT / "sweet_rl" / "__init__.py")
+    for name in STEPS[6:10]:
         train = figures[name]
         assert train["zero_stage"] == (3 if name.endswith("zero3") else 0), name
         assert train["tokens_per_second"] > 0 and train["peak_rss_mib"] > 0, name
