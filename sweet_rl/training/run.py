@@ -97,9 +97,9 @@ def _finish(trainer, result, options: TrainingOptions, stage: str, tokens: int, 
                "world_size": trainer.args.world_size,
                "zero_stage": options.zero_stage if trainer.is_deepspeed_enabled else 0,
                "save_path": options.save_path}
+    summary.update(peak_memory())
     if isinstance(options, PreferenceOptions):  # train_dpo: which critic this run trained
         summary["critic_head"] = options.critic_head
-    summary.update(peak_memory())
     if trainer.is_world_process_zero():
         write_sidecar(
             os.path.join(options.save_path, "training"), dataclasses.asdict(options), stage
