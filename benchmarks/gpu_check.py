@@ -50,7 +50,7 @@ from gpu_runner import (Context, Step, StepFailed, last_json, run_plan,  # noqa:
 WHEELS = os.path.join(REPO, "benchmarks", "gpu_wheels")
 GPU_TESTS = ["tests/training/test_gpu.py", "tests/agents/test_vllm_agent.py"]  # skip w/o CUDA
 MINI_TINY = dict(TRAIN_TASKS="12", EPOCHS="1", DRILLS="8", DRILL_EPOCHS="0", COPY_MIN="0",
-                 TEST_TASKS="2", K="3", NUM_SAMPLES="2", DATA_FRACTION="1.0",
+                 TEST_TASKS="1", K="3", NUM_SAMPLES="2", DATA_FRACTION="0.25", SAMPLE_SHARDS="1",
                  MAX_NEW_TOKENS="24", TRAJ_EPOCHS="1", EVAL_ROLLOUTS="1", BON_NS="2")
 MODES = {
     "gpu": dict(device="cuda", size="1b", tasks=32, micro=2, bf16="True", sample_seconds=20,
