@@ -45,7 +45,10 @@ COPY_MIN=${COPY_MIN:-0.8}  # share of told train dialogues it must answer right 
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 1)}  # trainings side by side (scripts/jobs.sh)
 THREADS=${THREADS:-1}    # torch threads per stage; the agent depends on it
 LOGS=${LOGS:-$OUT/logs}  # each training's output
+DEVICE=${DEVICE:-}       # cpu or cuda for every stage (scripts/jobs.sh; empty: a GPU when
+                         # one is visible)
 
+device_init  # checks DEVICE before anything is written
 mkdir -p "$OUT"
 jobs_init
 py -m sweet_rl.cli.mini_warm_start "$OUT" --num_train_tasks "$TRAIN_TASKS" \
@@ -79,7 +82,8 @@ train_try() {  # train_try TRY: the SFT into OUT/try<TRY>, then its copy check
   sft "$from" "$OUT/sft.jsonl" "$EPOCHS" "$OUT/try$try" "$seed"
   if [ "$COPY_MIN" != 0 ]; then
     py -m sweet_rl.cli.mini_copy_check "$OUT/try$try" "$OUT/train_tasks.jsonl" \
-        --agent_prompt_path "$OUT/agent_prompt.txt" --output_path "$OUT/try$try.copy_check.json"
+        --agent_prompt_path "$OUT/agent_prompt.txt" --output_path "$OUT/try$try.copy_check.json" \
+        $DEVICE_FLAG
   fi
 }
 copies() {  # copies TRY: whether that training's copy check met COPY_MIN
@@ -132,7 +136,7 @@ if [ "$MEASURE" = 1 ]; then
       --agent_prompt_path "$OUT/agent_prompt.txt" \
       --input_path "$OUT/test_tasks.jsonl" --num_tasks "$TEST_TASKS" \
       --output_path "$OUT/test.jsonl" --overwrite --temperature 1.0 \
-      --max_new_tokens "$MAX_NEW_TOKENS" --batch_size "$TEST_TASKS" --seed "$SEED"
+      --max_new_tokens "$MAX_NEW_TOKENS" --batch_size "$TEST_TASKS" --seed "$SEED" $DEVICE_FLAG
   "$PYTHON" scripts/evaluate_code.py "$OUT/test.jsonl" --k 1
 fi
 echo "mini agent: $OUT/agent"

@@ -18,6 +18,7 @@
 #                              # own output
 #   finish PID...              # wait for these; fails (after all have ended) if any failed,
 #                              # naming the failed ones and the tail of their logs
+#   device_init                # after PYTHON is set: DEVICE_FLAG, the stages' --device flag
 
 jobs_init() {
   JOBS=${JOBS:-$(nproc 2>/dev/null || echo 1)}  # stages at once (default: one per core)
@@ -77,4 +78,23 @@ finish() {  # finish PID...: every one waited for, then a failure if any failed
     done
     return 1
   fi
+}
+
+device_init() {  # DEVICE: where the stages' models run; DEVICE_FLAG passes it to them
+  # Empty: each stage's default (cuda when a GPU is visible, else cpu). The trainings have no
+  # --device: the Trainer takes a visible GPU by itself, so DEVICE=cpu hides the GPUs from every
+  # stage, and DEVICE=cuda stops here when there is none (rather than training on the CPU).
+  DEVICE=${DEVICE:-}
+  DEVICE_FLAG=${DEVICE:+--device $DEVICE}
+  case "$DEVICE" in
+    "") ;;
+    cpu) export CUDA_VISIBLE_DEVICES="" ;;
+    cuda)
+      if ! "$PYTHON" -c "import sys, torch; sys.exit(not torch.cuda.is_available())"; then
+        echo "DEVICE=$DEVICE: torch sees no CUDA GPU here" >&2
+        exit 2
+      fi ;;
+    *) echo "DEVICE must be cpu or cuda (empty: a GPU when there is one), got '$DEVICE'" >&2
+       exit 2 ;;
+  esac
 }

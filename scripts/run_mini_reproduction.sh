@@ -87,6 +87,9 @@ SAMPLE_SHARDS=${SAMPLE_SHARDS:-$JOBS}   # pieces the candidates are sampled in, 
 # (merged byte for byte into the single run's file: the numbers do not depend on it)
 MICRO=${MICRO:-1}                       # rows per forward pass in every training (batch 8
 # accumulated: the same update as MICRO=8 up to float rounding, without the padding)
+DEVICE=${DEVICE:-}                      # cpu or cuda for every stage (scripts/jobs.sh; empty:
+# a GPU when one is visible)
+device_init  # checks DEVICE before anything is written
 mkdir -p "$OUT"
 jobs_init
 STARTED=$(date +%s)
@@ -95,14 +98,14 @@ STARTED=$(date +%s)
 # TRAIN_TASKS, MIX, EPOCHS, LR...; TEST_TASKS, JOBS and THREADS are shared; reused when present).
 if [ ! -f "$WARM/agent/config.json" ]; then
   OUT=$WARM MEASURE=0 PYTHON=$PYTHON LOGS=$LOGS JOBS=$JOBS THREADS=$THREADS MICRO=$MICRO \
-      bash scripts/build_mini_agent.sh
+      DEVICE=$DEVICE bash scripts/build_mini_agent.sh
 fi
 AGENT=$WARM/agent
 
 TRAIN_FLAGS="--zero_stage 0 --bf16 False --gradient_checkpointing False --flash_attn False \
 --max_len 1024 --train_batch_size 8 --micro_train_batch_size $MICRO --eval_holdout 0 --report_to none \
 --lr_warmup_ratio 0.05"
-SIM="--env_model scripted --temperature 1.0 --max_new_tokens $MAX_NEW_TOKENS"
+SIM="--env_model scripted --temperature 1.0 --max_new_tokens $MAX_NEW_TOKENS $DEVICE_FLAG"
 PROMPT_FLAG=""  # the agent's system message the warm agent was trained with
 if [ -f "$WARM/agent_prompt.txt" ]; then
   PROMPT_FLAG="--agent_prompt_path $WARM/agent_prompt.txt"
@@ -131,7 +134,7 @@ sweet_agent() {  # sweet_agent NAME SEED DIR RANK_FLAGS: rank with its critic ->
   local name=$1 seed=$2 dir=$3 rank_flags=$4
   py scripts/rank_best_of_n.py --model_id "$dir/critic_$name" \
       --input_path "$dir/sampled.jsonl" --output_path "$dir/ranked_$name.jsonl" --overwrite \
-      --score_tokens "$SCORE_TOKENS" $rank_flags
+      --score_tokens "$SCORE_TOKENS" $rank_flags $DEVICE_FLAG
   # how far the critic's ranking agrees with the miniature's oracle (a diagnostic only)
   py -m sweet_rl.cli.mini_critic_check "$dir/ranked_$name.jsonl"
   py scripts/generate_random_pairs_from_ranks.py "$dir/ranked_$name.jsonl" \
@@ -189,13 +192,13 @@ best_of_n_curve() {  # best_of_n_curve SEED DIR: Figure 3a with every critic tra
       --tasks "$WARM/test_tasks.jsonl" --num_tasks "$TEST_TASKS" --output_dir "$dir" \
       $critics $PROMPT_FLAG --ns "$BON_NS" \
       --seed "$seed" --max_new_tokens "$MAX_NEW_TOKENS" --rollouts "$BON_ROLLOUTS" \
-      --score_tokens "$SCORE_TOKENS"
+      --score_tokens "$SCORE_TOKENS" $DEVICE_FLAG
 }
 
 sample_candidates() {  # sample_candidates SEED DIR: NUM_SAMPLES replies per offline turn
   local seed=$1 dir=$2 shard pids=() pieces=()
   local flags=(--agent_model "$AGENT" --best_of_n "$NUM_SAMPLES" --data_fraction "$DATA_FRACTION"
-               --max_new_tokens "$MAX_NEW_TOKENS" --seed "$seed" --overwrite)
+               --max_new_tokens "$MAX_NEW_TOKENS" --seed "$seed" --overwrite $DEVICE_FLAG)
   if [ "$SAMPLE_SHARDS" = 1 ]; then
     py scripts/sample_best_of_n.py "$dir/offline.jsonl" "$dir/sampled.jsonl" "${flags[@]}"
     return

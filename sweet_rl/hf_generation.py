@@ -54,10 +54,12 @@ def stop_token_ids(tokenizer) -> List[int]:
 
 
 class Generation(NamedTuple):
-    """One completion: its text (special tokens removed) and the end-of-turn id it stopped on."""
+    """One completion: its text (special tokens removed), the end-of-turn id it stopped on and
+    how many tokens it generated (that stop included; throughput figures count them)."""
 
     text: str
     stop_id: Optional[int]
+    tokens: int = 0
 
 
 def first_stop(row: Sequence[int], stop_ids: Sequence[int]) -> Optional[int]:
@@ -71,6 +73,16 @@ def first_stop(row: Sequence[int], stop_ids: Sequence[int]) -> Optional[int]:
         if int(token) in stops:
             return int(token)
     return None
+
+
+def generated_length(row: Sequence[int], stop_ids: Sequence[int]) -> int:
+    """A row's new tokens up to and including its first end-of-turn id (what follows it is
+    padding), or all of them when it was cut at max_new_tokens."""
+    stops = set(stop_ids)
+    for position, token in enumerate(row):
+        if int(token) in stops:
+            return position + 1
+    return len(row)
 
 
 class RowSampler:
@@ -188,6 +200,7 @@ class HFGenerator:
                 generated = self.model.generate(**batch, **kwargs)  # [B, prompt+new]
             new_tokens = generated[:, batch["input_ids"].shape[1]:]  # [B, new]
             texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-            outputs.extend(Generation(text, first_stop(row, self.stop_ids))
+            outputs.extend(Generation(text, first_stop(row, self.stop_ids),
+                                      generated_length(row, self.stop_ids))
                            for text, row in zip(texts, new_tokens.tolist()))
         return outputs

@@ -95,33 +95,42 @@ def build_tiny_model(output_dir: str, seed: int = 0, vocab_size: int = 1024,
                      hidden_size: int = 64, num_layers: int = 2,
                      max_position_embeddings: int = 8192,
                      extra_text: Iterable[str] = (), tie_embeddings: bool = False,
-                     head_dim: Optional[int] = None) -> str:
+                     device: str = "cpu", dtype: Optional[str] = None, **layout) -> str:
     """Write a tiny random Llama model and its tokenizer to ``output_dir``; return the path.
 
-    Its 4 attention heads are ``hidden_size / 4`` wide (16) unless ``head_dim`` says otherwise:
-    vLLM's CPU attention takes heads of 32, 64, 80, ... only, so its tests build
-    ``head_dim=32`` (the same tokenizer, wider attention projections).
-    """
+    Its 4 attention heads are ``hidden_size / 4`` wide (16) unless ``head_dim`` (a ``layout``
+    field) says otherwise: vLLM's CPU attention takes heads of 32, 64, 80, ... only, so its
+    tests build ``head_dim=32`` (the same tokenizer, wider attention projections).
+
+    ``layout``: other ``LlamaConfig`` fields (``intermediate_size``, ``num_attention_heads``,
+    ``num_key_value_heads``, ``head_dim``) for a model that is not tiny, e.g. the GPU check's 1B one, which
+    is built on ``device`` (a GPU initialises 1B weights in a second) and saved in ``dtype``
+    (e.g. ``"bfloat16"``; default float32)."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
     tokenizer = build_tokenizer(vocab_size, extra_text)
+    layout = {"intermediate_size": hidden_size * 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, **layout}
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
-        intermediate_size=hidden_size * 2,
         num_hidden_layers=num_layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=head_dim or hidden_size // 4,
         max_position_embeddings=max_position_embeddings,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=tie_embeddings,
+        **layout,
     )
     torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
+    if device == "cpu":
+        model = LlamaForCausalLM(config)
+    else:  # a device context draws the initial weights differently: CPU builds stay as they were
+        with torch.device(device):
+            model = LlamaForCausalLM(config)
+    if dtype:
+        model.to(getattr(torch, dtype))
     model.generation_config = GenerationConfig(
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=[tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids(EOS)],

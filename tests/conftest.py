@@ -100,6 +100,8 @@ SLOW_TESTS = {
     "tests/cli/test_newcomer_mistakes.py::test_the_readme_local_server_recipe_works_when_pasted",
     # the learning test: the quick miniature's warm start, SWEET-RL and Best-of-8
     "tests/test_mini_learning.py::test_sweet_rl_beats_zero_shot_and_its_critic_beats_random_choice",
+    # the GPU check's CPU dry run: every step, the miniature included, with tiny sizes (minutes)
+    "tests/test_gpu_check.py::test_dry_run_goes_through_every_step_on_the_cpu",
 }
 SLOW_FIXTURES = {"render_assets"}  # real Chromium
 

@@ -82,3 +82,19 @@ def test_bad_settings_are_refused(tmp_path):
     for name, value in (("JOBS", "0"), ("JOBS", "two"), ("THREADS", "-1")):
         result = _run("jobs_init\n", tmp_path, **{name: value})
         assert result.returncode == 2 and f"{name} must be a positive number" in result.stderr
+
+
+def test_device_sets_the_stages_flag_and_is_checked_before_any_work(tmp_path):
+    show = 'device_init\necho "flag=[$DEVICE_FLAG] visible=[${CUDA_VISIBLE_DEVICES-unset}]"\n'
+    assert _run(show, tmp_path, DEVICE="").stdout.startswith("flag=[] visible=[")
+    # cpu: the flag for the stages, and no GPU for the trainings, which take one by themselves
+    assert _run(show, tmp_path, DEVICE="cpu").stdout.strip() == "flag=[--device cpu] visible=[]"
+    bad = _run(show, tmp_path, DEVICE="gpu")
+    assert bad.returncode == 2 and "DEVICE must be cpu or cuda" in bad.stderr
+    # the recipe refuses it before its output folder exists
+    out = tmp_path / "mini"
+    refused = subprocess.run(["bash", "scripts/run_mini_quick.sh"], capture_output=True,
+                             text=True, timeout=60, env=dict(os.environ, OUT=str(out),
+                                                             DEVICE="gpu"),
+                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert refused.returncode == 2 and not out.exists()

@@ -46,6 +46,7 @@ class HFSampler:
                                          tokenizer=self.generator.tokenizer,
                                          batch_size=batch_size, prompt_cache=prompt_cache)
         self.include_stop = include_stop
+        self.generated_tokens = 0  # over every call, for throughput figures
 
     def sample(
         self, prompts: List[str], n: int, seeds: List[int]
@@ -56,6 +57,7 @@ class HFSampler:
                 [prompt] * int(n), seeds=candidate_seeds(seed, n)
             )
             texts = [g.text for g in done]
+            self.generated_tokens += sum(g.tokens for g in done)
             # the stop token is scored after the text, as vLLM's token_ids/logprobs hold it
             suffixes = [[g.stop_id] if self.include_stop and g.stop_id is not None else []
                         for g in done]

@@ -97,6 +97,7 @@ def _finish(trainer, result, options: TrainingOptions, stage: str, tokens: int, 
                "world_size": trainer.args.world_size,
                "zero_stage": options.zero_stage if trainer.is_deepspeed_enabled else 0,
                "save_path": options.save_path}
+    summary.update(peak_memory())
     if isinstance(options, PreferenceOptions):  # train_dpo: which critic this run trained
         summary["critic_head"] = options.critic_head
     if trainer.is_world_process_zero():
@@ -107,6 +108,21 @@ def _finish(trainer, result, options: TrainingOptions, stage: str, tokens: int, 
         print(f"{stage}: " + " ".join(f"{k}={v}" for k, v in summary.items()), flush=True)
     _leave_process_group()
     return summary
+
+
+def peak_memory() -> Dict[str, float]:
+    """This process's peak memory so far, in MiB: resident set size, and on a GPU the most
+    allocated by tensors and reserved by PyTorch's allocator on its device (under a launcher,
+    rank 0's figures; each rank holds its own share of a ZeRO-3 run)."""
+    import resource
+
+    import torch
+
+    peaks = {"peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        peaks["peak_gpu_allocated_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+        peaks["peak_gpu_reserved_mib"] = round(torch.cuda.max_memory_reserved() / 2**20, 1)
+    return peaks
 
 
 def _leave_process_group() -> None:

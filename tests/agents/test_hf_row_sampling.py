@@ -85,3 +85,13 @@ def test_row_sampler_draws_follow_the_tempered_distribution():
     narrow = RowSampler([0], temperature=0.05, top_p=0.75)
     picks = torch.cat([narrow(ids, scores).argmax(-1) for _ in range(200)])
     assert set(picks.tolist()) <= {0, 1} and (picks == 0).float().mean() > 0.95
+
+
+def test_each_generation_counts_its_own_tokens_up_to_its_stop():
+    from sweet_rl.hf_generation import first_stop, generated_length
+
+    stops = [7, 9]
+    # a row that stopped (the pad after its stop is not its own), one cut at the budget
+    assert generated_length([4, 5, 9, 0, 0], stops) == 3 and first_stop([4, 5, 9, 0, 0], stops) == 9
+    assert generated_length([4, 5, 6], stops) == 3 and first_stop([4, 5, 6], stops) is None
+    assert generated_length([7], stops) == 1
