@@ -124,11 +124,8 @@ def build_tiny_model(output_dir: str, seed: int = 0, vocab_size: int = 1024,
         **layout,
     )
     torch.manual_seed(seed)
-    if device == "cpu":
+    with torch.device(device):
         model = LlamaForCausalLM(config)
-    else:  # a device context draws the initial weights differently: CPU builds stay as they were
-        with torch.device(device):
-            model = LlamaForCausalLM(config)
     if dtype:
         model.to(getattr(torch, dtype))
     model.generation_config = GenerationConfig(
