@@ -17,7 +17,7 @@ import logging
 import os
 import re
 import sys
-from typing import List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 from sweet_rl.notices import notice_once  # the stages import it from here too
 
@@ -241,6 +241,46 @@ def run_cli(main, argv: Optional[Sequence[str]] = None, defaults=None) -> None:
         # OSError: e.g. a model that is neither a folder nor reachable on the hub
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
+
+
+def run_stage(stage: Callable[[Any], Any], options: type,
+              argv: Optional[Sequence[str]] = None) -> None:
+    """Read the command line into ``options`` (:mod:`sweet_rl.flags`), then run ``stage``
+    with them. ``-h``/``--help`` anywhere prints the help and runs nothing; a bad command line
+    or a known input error exits 2 with one line, before anything is written."""
+    from sweet_rl.flags import HelpRequested, parse_command_line
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if any(arg in ("-h", "--help") for arg in args):
+            raise HelpRequested()
+        args, level = log_level_from(args)
+        opts = parse_command_line(options, args)
+    except HelpRequested:
+        from sweet_rl.flags.help import render_help
+
+        _print(render_help(options, os.path.basename(sys.argv[0] or "stage")))
+        sys.exit(0)
+    except (ValueError, OSError) as err:  # UsageError, a bad value, a missing config file
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    from sweet_rl.openai_compat import EndpointUnavailable
+    from sweet_rl.records import RecordError
+
+    quiet_logs(level)
+    try:
+        stage(opts)
+    except (RecordError, EndpointUnavailable, OSError, ValueError) as err:
+        # OSError: e.g. a model that is neither a folder nor reachable on the hub
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _print(text: str) -> None:
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # ``--help | head``: the reader stopped early, which is fine
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def merge_alias(ours: Optional[object], theirs: Optional[object], our_name: str,
