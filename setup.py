@@ -43,7 +43,6 @@ setup(
         "tokenizers>=0.20",
         "huggingface_hub>=0.25",
         "openai>=1.40",
-        "fire>=0.6",
         "tqdm>=4.60",
         "accelerate>=1.0",  # transformers.Trainer, used by the demo's training stages
     ],

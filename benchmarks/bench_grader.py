@@ -20,10 +20,12 @@ import re
 import signal
 import sys
 import time
+from dataclasses import dataclass
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from sweet_rl.grading.code_extraction import extract_code, is_blocked  # noqa: E402
+from sweet_rl.flags import Options, flag  # noqa: E402
 from sweet_rl.grading.grader import Grader  # noqa: E402
 
 DEFAULT_TASKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
@@ -97,11 +99,23 @@ def looping(reference: str) -> str:
     return f"def {name}(*args, **kwargs):\n    while True:\n        pass\n"
 
 
-def main(tasks_path: str = DEFAULT_TASKS, num_tasks: int = 1000, timeout: float = 1.0,
-         workers: int = 0, loop_every: int = 10):
-    with open(tasks_path) as handle:
-        tasks = [json.loads(line) for line in handle][:num_tasks]
-    workers = workers or os.cpu_count() or 1
+@dataclass(kw_only=True)
+class BenchOptions(Options):
+    """Grade the tasks' references (and looping answers) sandboxed and in process."""
+
+    POSITIONAL = ("tasks_path", "num_tasks", "timeout", "workers", "loop_every")
+    tasks_path: str = flag("backend tasks (JSONL).", DEFAULT_TASKS)
+    num_tasks: int = flag("the first this many tasks.", 1000)
+    timeout: float = flag("seconds per test case.", 1.0)
+    workers: int = flag("sandbox workers (0: one per core).", 0)
+    loop_every: int = flag("every this-many-th answer never returns.", 10)
+
+
+def bench(opts: BenchOptions) -> None:
+    timeout, loop_every = opts.timeout, opts.loop_every
+    with open(opts.tasks_path) as handle:
+        tasks = [json.loads(line) for line in handle][:opts.num_tasks]
+    workers = opts.workers or os.cpu_count() or 1
     plain = [(t["ground_truth"], t["ground_truth"], t["test_cases"]) for t in tasks]
     loops = [(looping(t["ground_truth"]) if i % loop_every == 0 else t["ground_truth"],
               t["ground_truth"], t["test_cases"]) for i, t in enumerate(tasks)]
@@ -123,6 +137,6 @@ def main(tasks_path: str = DEFAULT_TASKS, num_tasks: int = 1000, timeout: float 
 
 
 if __name__ == "__main__":
-    import fire
+    from sweet_rl.flags.command import run_stage
 
-    fire.Fire(main)
+    run_stage(bench, BenchOptions)

@@ -81,14 +81,15 @@ def sample(args) -> dict:
 
 
 def rank(args) -> dict:
-    from sweet_rl.cli.rank_best_of_n import parse_step
+    from sweet_rl.stepwise.ranking import parse_step
     from sweet_rl.factory import build_judge
     from sweet_rl.io import read_jsonl
+    from sweet_rl.stages.groups import EngineOptions, JudgeOptions
 
     samples = read_jsonl(args.sampled, parse_step)
-    judge = build_judge("logprob", args.model, use_ground_truth=True, score_tokens="original",
-                        device=args.device, dtype="auto", batch_size=args.batch_size,
-                        prompt_cache=True)
+    judge = build_judge(JudgeOptions(critic_type="logprob", model_id=args.model,
+                                     score_tokens="original"),
+                        EngineOptions(device=args.device, batch_size=args.batch_size))
     judge.judge(samples[:1])  # warm-up
     _synchronize(args.device)
     calls = turns = candidates = 0

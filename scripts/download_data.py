@@ -10,8 +10,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sweet_rl.cli.common import run_cli  # noqa: E402
 from sweet_rl.cli.download_data import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

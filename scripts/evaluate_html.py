@@ -4,7 +4,7 @@
     python scripts/evaluate_html.py outputs/html.jsonl --k 2 \
         --ground_truth_preference_path outputs/pairs.jsonl
 
-See ``sweet_rl/cli/evaluate_html.py`` (or ``--help``) for every flag.
+``--help`` lists every flag.
 """
 
 import os
@@ -12,8 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sweet_rl.cli.common import run_cli  # noqa: E402
 from sweet_rl.cli.evaluate_html import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

@@ -5,7 +5,7 @@
         data/frontend_tasks/test_filtered.jsonl \
         --screenshot_dir data/frontend_tasks/reference_screenshots
 
-See ``sweet_rl/cli/filter_websites.py`` (or ``--help``) for every flag.
+``--help`` lists every flag.
 """
 
 import os
@@ -13,8 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sweet_rl.cli.common import run_cli  # noqa: E402
 from sweet_rl.cli.filter_websites import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

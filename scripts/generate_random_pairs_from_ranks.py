@@ -6,7 +6,7 @@ judge_result, or SFT records of each turn's best candidate (SWEET-RL step 5).
         outputs/agent_pairs.jsonl \
         --no_prompt --num_pairs 4 --tokenizer outputs/tiny-llama
 
-See ``sweet_rl/cli/generate_random_pairs.py`` (or ``--help``) for every flag.
+``--help`` lists every flag.
 """
 
 import os
@@ -14,8 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sweet_rl.cli.common import run_cli  # noqa: E402
 from sweet_rl.cli.generate_random_pairs import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

@@ -5,7 +5,7 @@ file a single run would have written, after checking that the shards match and a
     python scripts/merge_shards.py outputs/sampled.shard0.jsonl outputs/sampled.shard1.jsonl \
         --output_path outputs/sampled.jsonl
 
-See ``sweet_rl/cli/merge.py`` (or ``--help``) for every flag.
+``--help`` lists every flag.
 """
 
 import os
@@ -13,8 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sweet_rl.cli.common import run_cli  # noqa: E402
 from sweet_rl.cli.merge import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

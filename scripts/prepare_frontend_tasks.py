@@ -5,7 +5,7 @@
     python scripts/prepare_frontend_tasks.py out --data_files websight.parquet \
         --train_end 10 --test_start 10 --test_end 20
 
-See ``sweet_rl/cli/prepare_frontend_tasks.py`` (or ``--help``) for every flag.
+``--help`` lists every flag.
 """
 
 import os
@@ -13,8 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sweet_rl.cli.common import run_cli  # noqa: E402
 from sweet_rl.cli.prepare_frontend_tasks import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

@@ -5,7 +5,7 @@ ground-truth prefix - reference log-prob (SWEET-RL step 4).
     python scripts/rank_best_of_n.py --model_id outputs/tiny-llama \
         --input_path outputs/sampled.jsonl --output_path outputs/ranked.jsonl
 
-See ``sweet_rl/cli/rank_best_of_n.py`` (or ``--help``) for every flag.
+``--help`` lists every flag.
 """
 
 import os
@@ -13,8 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sweet_rl.cli.common import run_cli  # noqa: E402
 from sweet_rl.cli.rank_best_of_n import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

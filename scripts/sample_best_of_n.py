@@ -5,7 +5,7 @@ reference log-probs under the sampling model (SWEET-RL step 4).
     python scripts/sample_best_of_n.py outputs/offline.jsonl outputs/sampled.jsonl \
         --agent_model outputs/tiny-llama --best_of_n 4 --max_new_tokens 16
 
-See ``sweet_rl/cli/sample_best_of_n.py`` (or ``--help``) for every flag.
+``--help`` lists every flag.
 """
 
 import os
@@ -13,8 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sweet_rl.cli.common import run_cli  # noqa: E402
 from sweet_rl.cli.sample_best_of_n import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

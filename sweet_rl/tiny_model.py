@@ -17,7 +17,10 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional
+
+from sweet_rl.flags import Options, flag
 
 BOS, EOS, EOT = "<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"
 HEADER_START, HEADER_END = "<|start_header_id|>", "<|end_header_id|>"
@@ -103,9 +106,9 @@ def build_tiny_model(output_dir: str, seed: int = 0, vocab_size: int = 1024,
     tests build ``head_dim=32`` (the same tokenizer, wider attention projections).
 
     ``layout``: other ``LlamaConfig`` fields (``intermediate_size``, ``num_attention_heads``,
-    ``num_key_value_heads``, ``head_dim``) for a model that is not tiny, e.g. the GPU check's 1B one, which
-    is built on ``device`` (a GPU initialises 1B weights in a second) and saved in ``dtype``
-    (e.g. ``"bfloat16"``; default float32)."""
+    ``num_key_value_heads``, ``head_dim``) for a model that is not tiny, e.g. the GPU check's
+    1B one, which is built on ``device`` (a GPU initialises 1B weights in a second) and saved
+    in ``dtype`` (e.g. ``"bfloat16"``; default float32)."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
@@ -171,12 +174,26 @@ def ensure_tiny_model(output_dir: Optional[str] = None, seed: int = 0) -> str:
     return ensure_built(build_tiny_model, "tiny-llama", output_dir, seed)
 
 
-def main(output_dir: str = "outputs/tiny-llama", seed: int = 0) -> None:
-    path = build_tiny_model(output_dir, seed=seed)
+@dataclass(kw_only=True)
+class TinyModelOptions(Options):
+    """Build the tiny Llama (random weights, the local tokenizer) into OUTPUT_DIR."""
+
+    POSITIONAL = ("output_dir", "seed")
+    output_dir: str = flag("the model folder to write.", "outputs/tiny-llama")
+    seed: int = flag("the seed of its random weights.", 0)
+
+
+def write_tiny_model(opts: TinyModelOptions) -> str:
+    path = build_tiny_model(opts.output_dir, seed=opts.seed)
     print(f"tiny model written to {path}")
+    return path
+
+
+def main(argv=None) -> None:
+    from sweet_rl.flags.command import run_stage
+
+    run_stage(write_tiny_model, TinyModelOptions, argv)
 
 
 if __name__ == "__main__":
-    import fire
-
-    fire.Fire(main)
+    main()

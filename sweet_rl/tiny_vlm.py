@@ -19,7 +19,10 @@ after resizing).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Optional
+
+from sweet_rl.flags import Options, flag
 
 PAD, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 VISION_START, VISION_END = "<|vision_start|>", "<|vision_end|>"
@@ -118,12 +121,26 @@ def ensure_tiny_vlm(output_dir: Optional[str] = None, seed: int = 0) -> str:
     return ensure_built(build_tiny_vlm, "tiny-qwen2-vl", output_dir, seed)
 
 
-def main(output_dir: str = "outputs/tiny-qwen2-vl", seed: int = 0) -> None:
-    path = build_tiny_vlm(output_dir, seed=seed)
+@dataclass(kw_only=True)
+class TinyVLMOptions(Options):
+    """Build the tiny Qwen2-VL (random weights) into OUTPUT_DIR."""
+
+    POSITIONAL = ("output_dir", "seed")
+    output_dir: str = flag("the model folder to write.", "outputs/tiny-qwen2-vl")
+    seed: int = flag("the seed of its random weights.", 0)
+
+
+def write_tiny_vlm(opts: TinyVLMOptions) -> str:
+    path = build_tiny_vlm(opts.output_dir, seed=opts.seed)
     print(f"tiny vision-language model written to {path}")
+    return path
+
+
+def main(argv=None) -> None:
+    from sweet_rl.flags.command import run_stage
+
+    run_stage(write_tiny_vlm, TinyVLMOptions, argv)
 
 
 if __name__ == "__main__":
-    import fire
-
-    fire.Fire(main)
+    main()

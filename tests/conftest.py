@@ -78,8 +78,6 @@ SLOW_FILES = {
 # single tests that run a stage's script end to end in a subprocess (5-12 s each here)
 SLOW_TESTS = {
     "tests/cli/test_mini_best_of_n.py::test_curve_on_held_out_tasks_with_a_real_critic",
-    "tests/fidelity/test_commands_readme.py::test_critic_command_trains_with_the_run_name",
-    "tests/fidelity/test_commands_readme.py::test_evaluate_html_readme_command_on_original_rows",
     "tests/fidelity/test_stepwise_pairs.py::test_stepwise_pairs_no_prompt_through_the_script",
     "tests/fidelity/test_stepwise_sample.py::"
     "test_stepwise_sample_defaults_to_the_originals_agent_and_says_so",

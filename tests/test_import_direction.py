@@ -52,7 +52,7 @@ def _offenders(importer: str, imported: str):
 
 
 def test_the_parser_sees_the_package():
-    assert "sweet_rl.cli.common" in MODULES and "sweet_rl.types" in MODULES
+    assert "sweet_rl.cli.main" in MODULES and "sweet_rl.types" in MODULES
     assert "sweet_rl.types" in MODULES["sweet_rl.openai_compat"]
 
 

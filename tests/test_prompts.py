@@ -90,11 +90,13 @@ def test_a_bad_captions_file_names_the_file_and_the_field(tmp_path, text, messag
 
 
 def test_simulate_refuses_a_bad_captions_file_before_writing(tmp_path):
-    from sweet_rl.cli import simulate
+    from sweet_rl.stages.simulate import simulate
+    from sweet_rl.stages.simulate_options import SimulateOptions
     from sweet_rl.records import RecordError
 
     captions, out = tmp_path / "captions.json", tmp_path / "run.jsonl"
     captions.write_text('{"agent_page": "a", "no_page": "b"}')
     with pytest.raises(RecordError, match="captions.json: field 'reference_page': missing"):
-        simulate.main(task_type="html", user_captions_path=str(captions), output_path=str(out))
+        simulate(SimulateOptions(task_type="html", user_captions_path=str(captions),
+                                 output_path=str(out)))
     assert list(tmp_path.iterdir()) == [captions]

@@ -195,26 +195,17 @@ def figure(shot: Shot, caption: str, css_class: str) -> str:
             f"<figcaption>{caption}{extra}</figcaption></figure>")
 
 
-def viewer_paths(input_path: Any, output_path: Any, saved_path: Any) -> Tuple[str, str]:
-    """(input, output) of a viewer: ``--saved_path`` is the original code's name for the input,
-    and without an output the page goes beside the input (``run.jsonl`` -> ``run.html``), as
-    the one-argument commands of the original README expect."""
+def viewer_output(input_path: str, output_path: Optional[str]) -> str:
+    """A viewer's page: OUTPUT_PATH, or without one beside the input (``run.jsonl`` ->
+    ``run.html``), as the one-argument commands of the original README expect."""
     import os
 
-    if saved_path is not None:
-        if input_path is not None and str(input_path) != str(saved_path):
-            raise ValueError(f"--saved_path (the original code's name for the input) and "
-                             f"INPUT_PATH disagree: {saved_path!r} vs {input_path!r}; give one")
-        input_path = saved_path
-    if input_path is None:
-        raise ValueError("an input trajectory file is required: VIEWER.py RUN.jsonl [PAGE.html]")
-    input_path = str(input_path)
     if output_path is None:
-        output_path = os.path.splitext(input_path)[0] + ".html"
-    elif os.path.isdir(str(output_path)):  # the original design viewer's 2nd argument: temp_path
+        return os.path.splitext(input_path)[0] + ".html"
+    if os.path.isdir(output_path):  # the original design viewer's 2nd argument: temp_path
         raise ValueError(f"OUTPUT_PATH {output_path} is a folder: give the page's file name (a "
                          "screenshot folder of the original's commands goes in --temp_path)")
-    return input_path, str(output_path)
+    return output_path
 
 
 BACKEND, FRONTEND = "backend", "frontend"

@@ -30,6 +30,7 @@ A backend (code) file is refused with a line naming the backend viewer
 import importlib.util
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 if importlib.util.find_spec("sweet_rl") is None or importlib.util.find_spec("visualizers") is None:
@@ -37,13 +38,14 @@ if importlib.util.find_spec("sweet_rl") is None or importlib.util.find_spec("vis
 
 from sweet_rl.environments.html_snippet import split_page  # noqa: E402
 from sweet_rl.environments.protocol import NO_ANSWER  # noqa: E402
+from sweet_rl.flags import Options, flag  # noqa: E402
 from sweet_rl.io import write_bytes  # noqa: E402
 from sweet_rl.records import RecordError, Trajectory  # noqa: E402
 from sweet_rl.rendering.pictures import ANSWER_KEY, REFERENCE_KEY  # noqa: E402
 from sweet_rl.rendering.screenshots import default_screenshot_dir, resolve, screenshot_path  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
     FRONTEND, Shot, esc, figure, filter_buttons, folded, image_data_url, nav_item, page_document,
-    refuse_other_kind, step_links, viewer_paths,
+    refuse_other_kind, step_links, viewer_output,
 )
 
 EVALUATED, UNEVALUATED, NO_PAGE = "evaluated", "unevaluated", "nopage"
@@ -249,69 +251,66 @@ def pages_without_screenshot(trajectories: List[Trajectory], shots: Screenshots)
     return list(dict.fromkeys(wanted))
 
 
-def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
-         title: Optional[str] = None,
-         max_dialogues: Optional[int] = None, image_width: int = 640,
-         max_image_height: int = 3000, render_missing: bool = False,
-         pool_size: Optional[int] = None, assets_dir: Optional[str] = None,
-         saved_path: Optional[str] = None, temp_path: Optional[str] = None,
-         train: Optional[bool] = None) -> None:
-    """Write OUTPUT_PATH (HTML) showing the design dialogues of INPUT_PATH (trajectory JSONL).
+@dataclass(kw_only=True)
+class DesignViewerOptions(Options):
+    """Write OUTPUT_PATH (HTML) showing the design dialogues of INPUT_PATH (trajectory JSONL)."""
 
-    Args:
-        input_path: frontend trajectory JSONL (from simulate --task_type html, maybe evaluated).
-        output_path: the HTML page to write (default: INPUT_PATH with .html instead of .jsonl);
-            ``<output_path>.config.json`` records the arguments.
-        title: page title (default: "Design dialogues: <input file name>").
-        max_dialogues: show only the first N dialogues of the file.
-        image_width: screenshots are scaled down to this width in pixels (0: original size).
-        max_image_height: only the top this-many source pixels of a screenshot are shown (0: all).
-        render_missing: render the pages that have no screenshot file (headless browser).
-        pool_size, assets_dir: browsers at once and the Tailwind cache, for --render_missing.
-        saved_path: the original code's name for input_path.
-        temp_path: the original's scratch folder for screenshots; not used (pages render in
-            memory), a notice says so. train: accepted; it had no effect in the original either.
-    """
-    from sweet_rl.cli.common import notice_once
+    POSITIONAL = ("input_path", "output_path")
+    input_path: str = flag(
+        "frontend trajectory JSONL (from simulate --task_type html, maybe evaluated).",
+        aliases=("saved_path",))
+    output_path: Optional[str] = flag(
+        "the HTML page to write (default: INPUT_PATH with .html instead of .jsonl); "
+        "``<output_path>.config.json`` records the arguments.", None)
+    title: Optional[str] = flag(
+        "page title (default: \"Design dialogues: <input file name>\").", None)
+    max_dialogues: Optional[int] = flag("show only the first N dialogues of the file.", None)
+    image_width: int = flag(
+        "screenshots are scaled down to this width in pixels (0: original size).", 640)
+    max_image_height: int = flag(
+        "only the top this-many source pixels of a screenshot are shown (0: all).", 3000)
+    render_missing: bool = flag(
+        "render the pages that have no screenshot file (headless browser).", False)
+    pool_size: Optional[int] = flag("browsers at once, for --render_missing.", None)
+    assets_dir: Optional[str] = flag("the Tailwind cache, for --render_missing.", None)
+    temp_path: Optional[str] = flag(
+        "the original's scratch folder for screenshots; not used (pages render in memory), a "
+        "notice says so.", None)
+    train: Optional[bool] = flag("accepted; it had no effect in the original either.", None)
+
+    def check(self) -> None:
+        for name in ("max_dialogues", "image_width", "max_image_height"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"--{name} must be a non-negative integer, got {value!r}")
+
+
+def visualize_design(opts: DesignViewerOptions) -> str:
+    """Write the page and its sidecar, print one line; returns the page's path."""
     from sweet_rl.io import read_jsonl, write_sidecar
+    from sweet_rl.notices import notice_once
 
-    input_path, output_path = viewer_paths(input_path, output_path, saved_path)
-    if temp_path is not None:
+    input_path = opts.input_path
+    output_path = viewer_output(input_path, opts.output_path)
+    if opts.temp_path is not None:
         notice_once("--temp_path not used: missing pages render in memory (--render_missing)")
-    if train is not None:
+    if opts.train is not None:
         notice_once("--train has no effect on the viewer (it had none in the original code)")
-    arguments = {"input_path": input_path, "output_path": output_path, "title": title,
-                 "max_dialogues": max_dialogues, "image_width": image_width,
-                 "max_image_height": max_image_height, "render_missing": render_missing,
-                 "pool_size": pool_size, "assets_dir": assets_dir}
-
-    for name, value in (("max_dialogues", max_dialogues), ("image_width", image_width),
-                        ("max_image_height", max_image_height)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 0):
-            raise ValueError(f"--{name} must be a non-negative integer, got {value!r}")
+    arguments = dict(opts.flags(), input_path=input_path, output_path=output_path)
+    for unused in ("temp_path", "train"):
+        arguments.pop(unused)
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ValueError(f"output path {output_path} is the input file; refusing to overwrite it")
     trajectories = read_jsonl(input_path, parse=parse)  # validates, names file/line/field
     refuse_other_kind(input_path, trajectories, FRONTEND)  # a backend file: the other viewer
-    if max_dialogues is not None:
-        trajectories = trajectories[:max_dialogues]
-    shots = Screenshots(input_path, image_width, max_image_height)
-    if render_missing:
-        from sweet_rl.cli.filter_websites import open_pool, render_in_order
-
-        pages = pages_without_screenshot(trajectories, shots)
-        if pages:
-            try:
-                pool, _ = open_pool(pool_size, assets_dir=assets_dir)
-            except RuntimeError as err:  # no browser here: one line, non-zero exit, no page
-                raise SystemExit(f"error: {err}") from None
-            try:
-                shots.rendered = dict(zip(pages, render_in_order(pool, pages, "missing pages")))
-            finally:
-                pool.close()
-    title = title if title is not None else f"Design dialogues: {os.path.basename(input_path)}"
-    page = render_design_html(trajectories, str(title), shots)
+    if opts.max_dialogues is not None:
+        trajectories = trajectories[:opts.max_dialogues]
+    shots = Screenshots(input_path, opts.image_width, opts.max_image_height)
+    if opts.render_missing:
+        _render_missing(trajectories, shots, opts)
+    title = (opts.title if opts.title is not None
+             else f"Design dialogues: {os.path.basename(input_path)}")
+    page = render_design_html(trajectories, title, shots)
     write_bytes(output_path, page.encode("utf-8"))
     write_sidecar(output_path, arguments, "visualize_design_dialogue_histories")
     stats = summarize(trajectories)
@@ -319,9 +318,30 @@ def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
     print(f"visualized {stats['total']} design dialogues ({stats['evaluated']} evaluated, mean "
           f"similarity {mean}; {shots.shown} screenshots shown, {shots.missing} missing) "
           f"-> {output_path}")
+    return output_path
+
+
+def _render_missing(trajectories, shots, opts: DesignViewerOptions) -> None:
+    from sweet_rl.rendering.page_checks import open_pool, render_in_order
+
+    pages = pages_without_screenshot(trajectories, shots)
+    if not pages:
+        return
+    try:
+        pool, _ = open_pool(opts.pool_size, assets_dir=opts.assets_dir)
+    except RuntimeError as err:  # no browser here: one line, non-zero exit, no page
+        raise SystemExit(f"error: {err}") from None
+    try:
+        shots.rendered = dict(zip(pages, render_in_order(pool, pages, "missing pages")))
+    finally:
+        pool.close()
+
+
+def main(argv=None) -> None:
+    from sweet_rl.flags.command import run_stage
+
+    run_stage(visualize_design, DesignViewerOptions, argv)
 
 
 if __name__ == "__main__":
-    from sweet_rl.cli.common import run_cli
-
-    run_cli(main)
+    main()

@@ -26,6 +26,7 @@ import importlib.util
 import json
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 # Run as a script, the repository root is not on the path: add it for sweet_rl (in a plain
@@ -33,13 +34,14 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 if importlib.util.find_spec("sweet_rl") is None or importlib.util.find_spec("visualizers") is None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from sweet_rl.flags import Options, flag  # noqa: E402
 from sweet_rl.io import write_bytes  # noqa: E402
 from sweet_rl.layout import check_rollout_layout, place  # noqa: E402
 from sweet_rl.leaks import format_leak_rate, leak_summary  # noqa: E402
 from sweet_rl.records import Trajectory  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
     BACKEND, esc as _esc, filter_buttons, folded, nav_item, page_document, refuse_other_kind,
-    step_links, viewer_paths)
+    step_links, viewer_output)
 
 SUCCESS, FAILED, UNEVALUATED = "success", "failed", "unevaluated"
 _BADGE = {SUCCESS: "success", FAILED: "fail", UNEVALUATED: "not evaluated"}
@@ -230,49 +232,61 @@ def render_dialogues_html(trajectories: List[Dict[str, Any]], title: str,
     return page_document(title, summary, filters, nav_items, body, extra_css=_CSS)
 
 
-def main(input_path: Optional[str] = None, output_path: Optional[str] = None,
-         title: Optional[str] = None, max_dialogues: Optional[int] = None,
-         saved_path: Optional[str] = None) -> None:
+@dataclass(kw_only=True)
+class ViewerOptions(Options):
     """Write OUTPUT_PATH (HTML) showing the dialogues of INPUT_PATH (trajectory JSONL).
 
     The original code served the dialogues with a gradio app; this writes one static page.
-
-    Args:
-        input_path: trajectory JSONL (from simulate, optionally with rewards from evaluate).
-        output_path: the HTML page to write (default: INPUT_PATH with .html instead of
-            .jsonl); ``<output_path>.config.json`` records the arguments.
-        title: page title (default: "Dialogues: <input file name>").
-        max_dialogues: show only the first N dialogues of the file.
-        saved_path: the original code's name for input_path.
     """
+
+    POSITIONAL = ("input_path", "output_path")
+    input_path: str = flag(
+        "trajectory JSONL (from simulate, optionally with rewards from evaluate).",
+        aliases=("saved_path",))
+    output_path: Optional[str] = flag(
+        "the HTML page to write (default: INPUT_PATH with .html instead of .jsonl); "
+        "``<output_path>.config.json`` records the arguments.", None)
+    title: Optional[str] = flag("page title (default: \"Dialogues: <input file name>\").", None)
+    max_dialogues: Optional[int] = flag("show only the first N dialogues of the file.", None)
+
+    def check(self) -> None:
+        if self.max_dialogues is not None and self.max_dialogues < 0:
+            raise ValueError(f"--max_dialogues must be a non-negative integer, got "
+                             f"{self.max_dialogues!r}")
+
+
+def visualize(opts: ViewerOptions) -> str:
+    """Write the page and its sidecar, print one line; returns the page's path."""
     from sweet_rl.io import read_jsonl, write_sidecar
 
-    input_path, output_path = viewer_paths(input_path, output_path, saved_path)
-
-    if max_dialogues is not None and (isinstance(max_dialogues, bool)
-                                      or not isinstance(max_dialogues, int) or max_dialogues < 0):
-        raise ValueError(f"--max_dialogues must be a non-negative integer, got {max_dialogues!r}")
+    input_path = opts.input_path
+    output_path = viewer_output(input_path, opts.output_path)
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise ValueError(f"output path {output_path} is the input file; refusing to overwrite it")
     records = read_jsonl(input_path, parse=Trajectory.from_dict)  # validates, names file/line/field
     refuse_other_kind(input_path, records, BACKEND)
     rollouts = rollouts_of(input_path, records)  # from every row, before any are cut off
-    if max_dialogues is not None:
-        records = records[:max_dialogues]
+    if opts.max_dialogues is not None:
+        records = records[:opts.max_dialogues]
     dicts = [r.to_dict() for r in records]
-    title = title if title is not None else f"Dialogues: {os.path.basename(input_path)}"
-    page = render_dialogues_html(dicts, str(title), rollouts)
+    title = opts.title if opts.title is not None else f"Dialogues: {os.path.basename(input_path)}"
+    page = render_dialogues_html(dicts, title, rollouts)
     write_bytes(output_path, page.encode("utf-8"))
     write_sidecar(output_path, {"input_path": input_path, "output_path": output_path,
-                                "title": title, "max_dialogues": max_dialogues},
+                                "title": title, "max_dialogues": opts.max_dialogues},
                   "visualize_dialogue_histories")
     stats = summarize(dicts)
     mean = "n/a" if stats["mean_reward"] is None else f"{stats['mean_reward']:.3f}"
     print(f"visualized {stats['total']} dialogues ({stats['successful']} successful, "
           f"mean reward {mean}) -> {output_path}")
+    return output_path
+
+
+def main(argv=None) -> None:
+    from sweet_rl.flags.command import run_stage
+
+    run_stage(visualize, ViewerOptions, argv)
 
 
 if __name__ == "__main__":
-    from sweet_rl.cli.common import run_cli
-
-    run_cli(main)
+    main()

@@ -47,11 +47,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     if stage not in STAGES:
         print(f"error: no stage named {args[0]!r}\n{usage()}", file=sys.stderr)
         sys.exit(2)
-    from sweet_rl.cli.common import run_cli
-
     module = importlib.import_module(f"sweet_rl.cli.{STAGES[stage]}")
-    sys.argv = [stage] + args[1:]  # fire names the command after sys.argv[0]
-    run_cli(module.main, args[1:])
+    sys.argv = [stage] + args[1:]  # help names the command after sys.argv[0]
+    module.main(args[1:])
 
 
 if __name__ == "__main__":

@@ -1,35 +1,14 @@
-"""Stage: join the shard files of a sharded run into the file one unsharded run would write.
+"""Stage: join the shard files of a sharded run into the file one run would write.
 
-Sharded stages (simulate, sample, rank with ``--num_shards N --shard_index I``) each write a
-contiguous block of the rows; this command checks, from the shards' sidecars and line counts,
-that the pieces belong to one run and are all complete before it writes anything, then
-concatenates them in shard order and writes the sidecar of the equivalent single run (see
-:mod:`sweet_rl.sharding`). A refused merge leaves every file as it was.
+The stage is :func:`sweet_rl.stages.merge.merge`; its flags are the fields of
+:class:`sweet_rl.stages.merge.MergeOptions` (``--help`` lists them).
 """
 
-from __future__ import annotations
-
-import time
+from typing import Optional, Sequence
 
 
-def main(*shard_paths: str, output_path: str, overwrite: bool = False):
-    """Merge shard files (any order) into ``output_path`` with its ``.config.json`` sidecar.
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    from sweet_rl.flags.command import run_stage
+    from sweet_rl.stages.merge import MergeOptions, merge
 
-    Example (three sample shards, e.g. written by three nodes to a shared folder):
-        python scripts/merge_shards.py outputs/sampled.shard0.jsonl \\
-            outputs/sampled.shard1.jsonl outputs/sampled.shard2.jsonl \\
-            --output_path outputs/sampled.jsonl
-
-    Args:
-        shard_paths: every shard file of the run (their sidecars must lie beside them).
-        output_path: the merged file; its sidecar records the arguments one run would have
-            (num_shards 1, shard_index 0) and the shard files under ``merged_from``.
-        overwrite: replace an existing output_path.
-    """
-    from sweet_rl.sharding import merge_shards
-
-    started = time.time()
-    done = merge_shards([str(p) for p in shard_paths], str(output_path), overwrite=overwrite)
-    print(f"merge: {done['shards']} shards, {done['rows']} rows in {time.time() - started:.1f}s "
-          f"-> {done['output_path']}")
-    return done["output_path"]
+    run_stage(merge, MergeOptions, argv)

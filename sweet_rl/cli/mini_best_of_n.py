@@ -18,16 +18,54 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Dict, Optional, Sequence
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+from sweet_rl.flags import Options, flag
 
 
-def parse_ns(ns) -> list:
-    if isinstance(ns, int):  # fire reads "--ns 8" as a number
-        ns = [ns]
-    values = [int(v) for v in (ns.split(",") if isinstance(ns, str) else ns)]
-    if not values or min(values) < 1:
-        raise ValueError(f"--ns needs positive integers, got {ns!r}")
-    return values
+@dataclass(kw_only=True)
+class MiniBestOfNOptions(Options):
+    """Success (%) on --tasks when a chooser picks among N sampled replies at every turn."""
+
+    POSITIONAL = ("agent_model", "tasks", "output_dir")
+    agent_model: str = flag("the agent that samples the N replies (the warm folder's ``agent``).")
+    tasks: str = flag("miniature tasks (JSONL, the warm folder's ``test_tasks.jsonl``).")
+    output_dir: str = flag(
+        "where ``best_of_n.json`` (and one dialogue file per chooser and N, under "
+        "``best_of_n/``) are written.")
+    critic: Optional[str] = flag("the SWEET critic (trained with the reference); one curve.",
+                                 None)
+    critic_no_gt: Optional[str] = flag(
+        "the critic trained without training-time information; one curve.", None)
+    ns: List[int] = flag("the values of N, comma-separated.", [1, 2, 4, 8, 16])
+    num_tasks: Optional[int] = flag("the first this many tasks (default: all).", None)
+    seed: int = flag("sampling seed (each dialogue's seed derives from it and its row).", 0)
+    temperature: float = flag("the agent's sampling temperature.", 1.0)
+    max_new_tokens: int = flag("the longest reply the agent writes.", 192)
+    max_steps: int = flag("turns per dialogue.", 10)
+    rollouts: int = flag("dialogues per task (more rows, less noise in each point of the curve).",
+                         1)
+    score_tokens: str = flag(
+        "the critics' scored span (see rank_best_of_n); ``candidate`` by default, as the "
+        "miniature's rank stage uses (docs/mini_reproduction.md says why).", "candidate")
+    device: Optional[str] = flag("torch device (default: cuda when available, else cpu).", None)
+    agent_prompt_path: Optional[str] = flag(
+        "the agent's system message (the warm folder's ``agent_prompt.txt``; default: the "
+        "bundled prompt).", None)
+    critic_regression: Optional[str] = flag(
+        "a critic trained with ``train_dpo.py --critic_head regression`` (paper Table 3's "
+        "regression head); one curve.", None)
+    critic_value: Optional[str] = flag(
+        "a critic trained with ``train_dpo.py --critic_head value`` (Figure 3a's value "
+        "function); one curve.", None)
+    judge: Optional[str] = flag(
+        "a model that judges the candidates pairwise (Figure 3a's LLM-as-a-Judge; the paper "
+        "uses the agent's base model); one curve.", None)
+
+    def check(self) -> None:
+        if not self.ns or min(self.ns) < 1:
+            raise ValueError(f"--ns needs positive integers, got {self.ns!r}")
 
 
 def success_of(path: str) -> float:
@@ -41,13 +79,13 @@ def play(agent, tasks, path: str, seed: int, max_steps: int, rollouts: int = 1,
          agent_prompt_path: Optional[str] = None) -> float:
     """Every task ``rollouts`` times with ``agent`` and the scripted human (row
     ``i + j * len(tasks)`` is rollout j of task i, simulate's layout); graded; success in %."""
-    from sweet_rl.cli import evaluate_code
     from sweet_rl.environments import make_env
     from sweet_rl.io import write_jsonl
     from sweet_rl.prompts import load_prompt
     from sweet_rl.rollout import run_dialogues
     from sweet_rl.seeding import row_seed
     from sweet_rl.simulators.scripted_simulator import ScriptedSimulator
+    from sweet_rl.stages.evaluate_code import EvaluateCodeOptions, evaluate_code
 
     agent_prompt = load_prompt(agent_prompt_path, "agent")
     user_prompt = load_prompt(None, "user")
@@ -56,7 +94,7 @@ def play(agent, tasks, path: str, seed: int, max_steps: int, rollouts: int = 1,
     trajectories = run_dialogues(envs, agent, ScriptedSimulator(),
                                  row_seeds=[row_seed(seed, r) for r in range(len(envs))])
     write_jsonl(path, trajectories)
-    evaluate_code.main(path)
+    evaluate_code(EvaluateCodeOptions(saved_path=path))
     return success_of(path)
 
 
@@ -68,47 +106,16 @@ def render(curve: Dict[str, Dict[int, float]], ns: Sequence[int]) -> str:
     return "\n".join(lines)
 
 
-def main(agent_model: str, tasks: str, output_dir: str, critic: Optional[str] = None,
-         critic_no_gt: Optional[str] = None, ns="1,2,4,8,16", num_tasks: Optional[int] = None,
-         seed: int = 0, temperature: float = 1.0, max_new_tokens: int = 192,
-         max_steps: int = 10, rollouts: int = 1, score_tokens: str = "candidate",
-         device: Optional[str] = None, agent_prompt_path: Optional[str] = None,
-         critic_regression: Optional[str] = None, critic_value: Optional[str] = None,
-         judge: Optional[str] = None):
-    """Success (%) on ``tasks`` when a chooser picks among N sampled replies at every turn.
-
-    Args:
-        agent_model: the agent that samples the N replies (the warm folder's ``agent``).
-        tasks: miniature tasks (JSONL, the warm folder's ``test_tasks.jsonl``).
-        output_dir: where ``best_of_n.json`` (and one dialogue file per chooser and N, under
-            ``best_of_n/``) are written.
-        critic: the SWEET critic (trained with the reference); one curve.
-        critic_no_gt: the critic trained without training-time information; one curve.
-        ns: the values of N, comma-separated.
-        num_tasks: the first this many tasks (default: all).
-        seed: sampling seed (each dialogue's seed derives from it and its row).
-        temperature: the agent's sampling temperature.
-        max_new_tokens: the longest reply the agent writes.
-        max_steps: turns per dialogue.
-        rollouts: dialogues per task (more rows, less noise in each point of the curve).
-        score_tokens: the critics' scored span (see rank_best_of_n); ``candidate`` by default,
-            as the miniature's rank stage uses (docs/mini_reproduction.md says why).
-        device: torch device (default: cuda when available, else cpu).
-        agent_prompt_path: the agent's system message (the warm folder's
-            ``agent_prompt.txt``; default: the bundled prompt).
-        critic_regression / critic_value: critics trained with ``train_dpo.py --critic_head
-            regression|value`` (paper Table 3's regression head, Figure 3a's value function).
-        judge: a model that judges the candidates pairwise (Figure 3a's LLM-as-a-Judge; the
-            paper uses the agent's base model). Each critic given is one more curve.
-    """
-    arguments = dict(locals())
+def best_of_n_curve(opts: MiniBestOfNOptions) -> str:
+    """Play every chooser at every N, write ``best_of_n.json``, print and return the table."""
     from sweet_rl.agents.critic_pick import CriticPickAgent
     from sweet_rl.data.tasks import load_tasks
     from sweet_rl.factory import build_judge
     from sweet_rl.io import write_sidecar
+    from sweet_rl.stages.groups import EngineOptions, JudgeOptions
 
-    ns = parse_ns(ns)
-    rows = load_tasks(tasks, num_tasks)
+    rows = load_tasks(opts.tasks, opts.num_tasks)
+
     # play() lays rollout j of task i at position i + j * len(rows), the dialogue's key
     def truth_of(key):
         return rows[key % len(rows)].ground_truth
@@ -116,42 +123,47 @@ def main(agent_model: str, tasks: str, output_dir: str, critic: Optional[str] = 
     # name -> (file slug, critic type, model, with the reference); random first: at N=1 its
     # single sample is every chooser's pick
     choosers = {"random": ("random", "random", None, True),
-                "sweet critic": ("sweet", "logprob", critic, True),
-                "critic w/o training-time info": ("no_gt", "logprob", critic_no_gt, False),
-                "regression head": ("regression", "regression", critic_regression, True),
-                "value function": ("value", "value", critic_value, True),
-                "LLM-as-a-Judge": ("judge", "judge", judge, True)}
+                "sweet critic": ("sweet", "logprob", opts.critic, True),
+                "critic w/o training-time info": ("no_gt", "logprob", opts.critic_no_gt, False),
+                "regression head": ("regression", "regression", opts.critic_regression, True),
+                "value function": ("value", "value", opts.critic_value, True),
+                "LLM-as-a-Judge": ("judge", "judge", opts.judge, True)}
     choosers = {name: spec for name, spec in choosers.items()
                 if name == "random" or spec[2] is not None}
-    folder = os.path.join(output_dir, "best_of_n")
+    folder = os.path.join(opts.output_dir, "best_of_n")
     os.makedirs(folder, exist_ok=True)
     curve: Dict[str, Dict[int, float]] = {name: {} for name in choosers}
-    for n in ns:
+    for n in opts.ns:
         for name, (slug, kind, model, use_truth) in choosers.items():
             if n == 1 and name != "random":
                 curve[name][1] = curve["random"][1]
                 continue
             picker = None if model is None else build_judge(
-                kind, model, use_ground_truth=use_truth, score_tokens=score_tokens,
-                device=device)
-            agent = CriticPickAgent(agent_model, n, truth_of, judge=picker,
-                                    temperature=temperature, max_new_tokens=max_new_tokens,
-                                    device=device)
+                JudgeOptions(critic_type=kind, model_id=model, no_use_ground_truth=not use_truth,
+                             score_tokens=opts.score_tokens), EngineOptions(device=opts.device))
+            agent = CriticPickAgent(opts.agent_model, n, truth_of, judge=picker,
+                                    temperature=opts.temperature,
+                                    max_new_tokens=opts.max_new_tokens, device=opts.device)
             try:
                 curve[name][n] = play(agent, rows, os.path.join(folder, f"{slug}_n{n}.jsonl"),
-                                      seed, max_steps, rollouts, agent_prompt_path)
+                                      opts.seed, opts.max_steps, opts.rollouts,
+                                      opts.agent_prompt_path)
             finally:
                 agent.close()
-    out = os.path.join(output_dir, "best_of_n.json")
+    out = os.path.join(opts.output_dir, "best_of_n.json")
     with open(out, "w") as handle:
-        json.dump({"ns": ns, "success": curve}, handle, indent=1)
-    write_sidecar(out, arguments, "mini_best_of_n")
-    table = render(curve, ns)
+        json.dump({"ns": opts.ns, "success": curve}, handle, indent=1)
+    write_sidecar(out, opts.flags(), "mini_best_of_n")
+    table = render(curve, opts.ns)
     print(table)
     return table
 
 
-if __name__ == "__main__":
-    from sweet_rl.cli.common import run_cli
+def main(argv=None) -> None:
+    from sweet_rl.flags.command import run_stage
 
-    run_cli(main)
+    run_stage(best_of_n_curve, MiniBestOfNOptions, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -20,7 +20,32 @@ It prints one line and writes ``{"copied", "checked", "share"}`` to ``--output_p
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
+
+from sweet_rl.flags import Options, flag
+
+
+@dataclass(kw_only=True)
+class CopyCheckOptions(Options):
+    """Share of --num_tasks asker dialogues (of TASKS) whose final answer, written greedily by
+    AGENT_MODEL, is the reference."""
+
+    POSITIONAL = ("agent_model", "tasks")
+    agent_model: str = flag("the warm agent to check.")
+    tasks: str = flag("miniature tasks (JSONL; the warm folder's ``train_tasks.jsonl``).")
+    num_tasks: int = flag("how many asker dialogues (the first tasks of TASKS).", 30)
+    agent_prompt_path: Optional[str] = flag(
+        "the agent's system message (the warm folder's ``agent_prompt.txt``; default: the "
+        "bundled prompt).", None)
+    max_new_tokens: int = flag("the longest final answer the agent writes.", 192)
+    output_path: Optional[str] = flag(
+        "also write ``{\"copied\", \"checked\", \"share\"}`` here (JSON).", None)
+    device: Optional[str] = flag("torch device (default: cuda when available, else cpu).", None)
+
+    def check(self) -> None:
+        if self.num_tasks < 1:
+            raise ValueError(f"--num_tasks must be at least 1, got {self.num_tasks}")
 
 
 def copied(answer: str, reference: str) -> bool:
@@ -31,23 +56,8 @@ def copied(answer: str, reference: str) -> bool:
     return lines is not None and lines == code_lines(reference)
 
 
-def main(agent_model: str, tasks: str, num_tasks: int = 30,
-         agent_prompt_path: Optional[str] = None, max_new_tokens: int = 192,
-         output_path: Optional[str] = None, device: Optional[str] = None):
-    """Share of ``num_tasks`` asker dialogues (of ``tasks``) whose final answer, written
-    greedily by ``agent_model``, is the reference.
-
-    Args:
-        agent_model: the warm agent to check.
-        tasks: miniature tasks (JSONL; the warm folder's ``train_tasks.jsonl``).
-        num_tasks: how many asker dialogues (the first tasks of ``tasks``).
-        agent_prompt_path: the agent's system message (the warm folder's
-            ``agent_prompt.txt``; default: the bundled prompt).
-        max_new_tokens: the longest final answer the agent writes.
-        output_path: also write ``{"copied", "checked", "share"}`` here (JSON).
-        device: torch device (default: cuda when available, else cpu).
-    """
-    arguments = dict(locals())
+def copy_check(opts: CopyCheckOptions) -> dict:
+    """Play the asker dialogues, let the agent answer greedily, count the copies."""
     import json
 
     from sweet_rl.data.mini_dialogues import build_mini_trajectories
@@ -56,28 +66,30 @@ def main(agent_model: str, tasks: str, num_tasks: int = 30,
     from sweet_rl.prompts import load_prompt
     from sweet_rl.records import Task
 
-    if int(num_tasks) < 1:
-        raise ValueError(f"--num_tasks must be at least 1, got {num_tasks}")
-    rows = read_jsonl(tasks, Task.from_dict)[:int(num_tasks)]
-    generator = HFGenerator(agent_model, device=device, max_new_tokens=max_new_tokens,
-                            temperature=0.0, batch_size=16)
+    rows = read_jsonl(opts.tasks, Task.from_dict)[:opts.num_tasks]
+    generator = HFGenerator(opts.agent_model, device=opts.device,
+                            max_new_tokens=opts.max_new_tokens, temperature=0.0, batch_size=16)
     played = build_mini_trajectories(generator.tokenizer, rows, ("asker",),
-                                     agent_prompt=load_prompt(agent_prompt_path, "agent"))
+                                     agent_prompt=load_prompt(opts.agent_prompt_path, "agent"))
     # the asker's last turn is its answer: the agent writes it from the same input
     prompts = [trajectory.dialogue_history[-1].input for trajectory in played]
     answers = generator.generate(prompts)
     right = sum(copied(answer, task.ground_truth) for answer, task in zip(answers, rows))
     summary = {"copied": right, "checked": len(rows), "share": right / len(rows)}
-    if output_path:
-        with open(output_path, "w", encoding="utf-8") as handle:
+    if opts.output_path:
+        with open(opts.output_path, "w", encoding="utf-8") as handle:
             json.dump(summary, handle)
-        write_sidecar(output_path, arguments, "mini_copy_check")
+        write_sidecar(opts.output_path, opts.flags(), "mini_copy_check")
     print(f"mini_copy_check: {right} of {len(rows)} told dialogues answered with the reference "
-          f"({100 * summary['share']:.1f}%), greedy, {agent_model}")
+          f"({100 * summary['share']:.1f}%), greedy, {opts.agent_model}")
     return summary
 
 
-if __name__ == "__main__":
-    from sweet_rl.cli.common import run_cli
+def main(argv=None) -> None:
+    from sweet_rl.flags.command import run_stage
 
-    run_cli(main)
+    run_stage(copy_check, CopyCheckOptions, argv)
+
+
+if __name__ == "__main__":
+    main()

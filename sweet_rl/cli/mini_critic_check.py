@@ -24,7 +24,10 @@ from __future__ import annotations
 import random
 import re
 import statistics
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
+
+from sweet_rl.flags import Options, flag
 
 ANSWER_MARK = "I WANT TO ANSWER"
 SOLVED, WRONG_ANSWER = 3, -1
@@ -79,19 +82,24 @@ def agreement(values: Sequence[Sequence[int]], judges: Sequence[Sequence[float]]
             "random_pick": statistics.mean(chance), "best_pick": statistics.mean(best)}
 
 
-def main(*ranked_paths: str, seed: int = 0):
-    """One line per ranked file: the critic's agreement with the miniature's oracle.
+@dataclass(kw_only=True)
+class CriticCheckOptions(Options):
+    """One line per ranked file: the critic's agreement with the miniature's oracle."""
 
-    Args:
-        ranked_paths: ranked step records (``rank_best_of_n`` output), one or more.
-        seed: seed of the random pick the critic's top pick is compared with.
-    """
+    POSITIONAL = ("ranked_paths",)
+    ranked_paths: List[str] = flag(
+        "ranked step records (``rank_best_of_n`` output), one or more.")
+    seed: int = flag("seed of the random pick the critic's top pick is compared with.", 0)
+
+
+def critic_check(opts: CriticCheckOptions) -> Dict[str, Dict[str, float]]:
+    """The agreement of each ranked file, printed and returned by path."""
     from sweet_rl.io import read_jsonl
 
-    if not ranked_paths:
+    if not opts.ranked_paths:
         raise ValueError("give one or more ranked step files (rank_best_of_n's output)")
     results = {}
-    for path in ranked_paths:
+    for path in opts.ranked_paths:
         values, judges = [], []
         for number, record in enumerate(read_jsonl(path), start=1):
             for key in ("messages", "ground_truth", "additional_outputs", "judge_result"):
@@ -104,7 +112,7 @@ def main(*ranked_paths: str, seed: int = 0):
                                  f"{len(record['additional_outputs'])} candidates")
             values.append(turn_values(record))
             judges.append(record["judge_result"])
-        result = agreement(values, judges, seed)
+        result = agreement(values, judges, opts.seed)
         results[path] = result
         print(f"mini_critic_check: {path}: pairwise accuracy {result['pairwise_accuracy']:.3f} "
               f"on {result['pairs']} pairs; oracle value of the critic's pick "
@@ -113,7 +121,11 @@ def main(*ranked_paths: str, seed: int = 0):
     return results
 
 
-if __name__ == "__main__":
-    from sweet_rl.cli.common import run_cli
+def main(argv=None) -> None:
+    from sweet_rl.flags.command import run_stage
 
-    run_cli(main)
+    run_stage(critic_check, CriticCheckOptions, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -17,7 +17,10 @@ import json
 import os
 import re
 import statistics
+from dataclasses import dataclass
 from typing import Dict, List, Optional
+
+from sweet_rl.flags import Options, flag
 
 # The paper's rows, in its order; a method with no evaluation file is left out.
 METHODS = (("zero_shot", "Zero-shot (warm agent)"), ("rft", "Rejection fine-tuning"),
@@ -75,19 +78,24 @@ def render(found: Dict[str, Dict[int, Dict[str, float]]], seconds: Optional[floa
     return "\n".join(lines)
 
 
-def main(output_dir: str, seconds: Optional[float] = None):
-    """Print and write the table of the evaluations under ``output_dir``.
+@dataclass(kw_only=True)
+class TableOptions(Options):
+    """Print and write the table of the evaluations under OUTPUT_DIR."""
 
-    Args:
-        output_dir: a miniature run's folder (``seed*/eval_*.jsonl`` under it); the table is
-            written there as ``table.md`` and ``table.json``.
-        seconds: the run's wall time, printed under the table.
-    """
-    found = collect(output_dir)
+    POSITIONAL = ("output_dir", "seconds")
+    output_dir: str = flag(
+        "a miniature run's folder (``seed*/eval_*.jsonl`` under it); the table is written "
+        "there as ``table.md`` and ``table.json``.")
+    seconds: Optional[float] = flag("the run's wall time, printed under the table.", None)
+
+
+def table(opts: TableOptions) -> str:
+    """The table (methods, then any Best-of-N curve), written and printed."""
+    found = collect(opts.output_dir)
     if not found:
-        raise ValueError(f"{output_dir}: no seed*/eval_*.jsonl files")
-    table = render(found, seconds)
-    for path in sorted(glob.glob(os.path.join(output_dir, "seed*", "best_of_n.json"))):
+        raise ValueError(f"{opts.output_dir}: no seed*/eval_*.jsonl files")
+    text = render(found, opts.seconds)
+    for path in sorted(glob.glob(os.path.join(opts.output_dir, "seed*", "best_of_n.json"))):
         from sweet_rl.cli.mini_best_of_n import render as render_curve
 
         with open(path) as handle:
@@ -95,17 +103,21 @@ def main(output_dir: str, seconds: Optional[float] = None):
         success = {name: {int(n): v for n, v in by_n.items()}
                    for name, by_n in curve["success"].items()}
         seed = os.path.basename(os.path.dirname(path))
-        table += (f"\n\nBest-of-N success % ({seed}; the chooser picks among N replies "
-                  f"sampled at every turn)\n" + render_curve(success, curve["ns"]))
-    with open(os.path.join(output_dir, "table.md"), "w") as handle:
-        handle.write(table + "\n")
-    with open(os.path.join(output_dir, "table.json"), "w") as handle:
-        json.dump({"seconds": seconds, "methods": found}, handle, indent=1)
-    print(table)
-    return table
+        text += (f"\n\nBest-of-N success % ({seed}; the chooser picks among N replies "
+                 f"sampled at every turn)\n" + render_curve(success, curve["ns"]))
+    with open(os.path.join(opts.output_dir, "table.md"), "w") as handle:
+        handle.write(text + "\n")
+    with open(os.path.join(opts.output_dir, "table.json"), "w") as handle:
+        json.dump({"seconds": opts.seconds, "methods": found}, handle, indent=1)
+    print(text)
+    return text
+
+
+def main(argv=None) -> None:
+    from sweet_rl.flags.command import run_stage
+
+    run_stage(table, TableOptions, argv)
 
 
 if __name__ == "__main__":
-    from sweet_rl.cli.common import run_cli
-
-    run_cli(main)
+    main()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import textwrap
 from typing import Any, Dict, List, Tuple, Type
 
@@ -20,6 +21,11 @@ def show_default(value: Any) -> str:
     if isinstance(value, list):
         return ",".join(str(v) for v in value) if value else '""'
     return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def _plain(text: str) -> str:
+    """reStructuredText literals (````x````) read as plain text."""
+    return re.sub(r"``(.+?)``", r"\1", text)
 
 
 def _first_line(cls: type) -> str:
@@ -58,6 +64,7 @@ def _block(spec: Flag, positional: bool, group: List[Flag]) -> List[str]:
     if spec.choices:
         facts.append("one of: " + ", ".join(map(str, spec.choices)))
     words = contextual(spec.help, group) if spec.section else spec.help  # --pick_* in context
+    words = _plain(words)
     text = textwrap.fill(" ".join(words.split()), WIDTH, initial_indent=INDENT,
                          subsequent_indent=INDENT, break_long_words=False,
                          break_on_hyphens=False)
@@ -76,7 +83,7 @@ def render_help(cls: Type[Options], prog: str) -> str:
     lines = [f"usage: {' '.join([prog] + words + ['[--NAME VALUE ...]'])}", ""]
     doc = inspect.getdoc(cls) if cls.__dict__.get("__doc__") else None
     if doc:
-        lines += [doc, ""]
+        lines += [_plain(doc), ""]
     fill = (f" Arguments without a flag fill {', '.join(n.upper() for n in cls.POSITIONAL)} "
             "in that order, skipping those given as flags." if cls.POSITIONAL else "")
     lines += textwrap.wrap(

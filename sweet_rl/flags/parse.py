@@ -79,12 +79,9 @@ def read_command_line(cls: Type[Options], args: Sequence[str]
 
     if any(argument in HELP for argument in args):
         raise HelpRequested()
-    flags = flag_table(cls)
-    names = _names(flags)
     given: Dict[str, Tuple[str, Any]] = {}  # flag -> (the name it was given as, value)
     positional: List[str] = []
-    config, blank, at = None, 0, 0
-    args = list(args)
+    config, blank, at, args = None, 0, 0, list(args)
     while at < len(args):
         argument = args[at]
         at += 1
@@ -92,47 +89,53 @@ def read_command_line(cls: Type[Options], args: Sequence[str]
             positional += args[at:]
             break
         if not _looks_like_flag(argument):
-            if argument.strip():
-                positional.append(argument)
-            else:
-                blank += 1
+            blank += not argument.strip()
+            positional += [argument] if argument.strip() else []
             continue
         key, has_value, text = argument.lstrip("-").partition("=")
         key = key.replace("-", "_")
         if key == "config":
             config, at = _value(argument, has_value, text, args, at)
             continue
-        spec, negated = names.get(key), False
-        if spec is None and key.startswith("no") and key[2:] in names and not has_value:
-            spec, negated = names[key[2:]], True
-            if spec.kind.base is not bool or spec.kind.many:
-                raise UsageError(f"flag {argument} sets nothing: --{spec.name} is not a "
-                                 "true/false flag")
-        if spec is None:
-            raise _unknown(argument, key, cls)
-        if negated:
-            value = False
-        elif spec.kind.base is bool and not spec.kind.many or spec.kind.bare:
-            value, at = _bool_value(spec, has_value, text, args, at)
-        else:
-            raw, at = _value(argument, has_value, text, args, at)
-            value = parse_text(spec, raw)
-        if spec.name in given and given[spec.name][0] != key and given[spec.name][1] != value:
-            raise UsageError(f"--{key} and --{given[spec.name][0]} name the same flag "
-                             f"(--{spec.name}) and disagree: {value!r} vs "
-                             f"{given[spec.name][1]!r}; give one of them")
+        spec, value, at = _read_flag(cls, argument, key, (has_value, text), args, at)
+        _agree(given, spec.name, key, value, f"--{key}")
         given[spec.name] = (key, value)
     values = {name: value for name, (_, value) in given.items()}
-    for name, value in _fill(cls, flags, positional, given).items():
-        if name in given and given[name][1] != value:  # given under another name (an alias)
-            raise UsageError(f"--{given[name][0]} and {name.upper()} name the same flag "
-                             f"(--{name}) and disagree: {given[name][1]!r} vs {value!r}; give "
-                             "one of them")
+    for name, value in _fill(cls, flag_table(cls), positional, given).items():
+        _agree(given, name, name, value, name.upper())  # given under an alias, too
         values[name] = value
     if blank:
         notice_once(f"ignored {blank} blank argument(s) on the command line (a stray '\\ ' "
                     "before a line break passes one)")
     return values, config
+
+
+def _read_flag(cls, argument: str, key: str, inline, args: List[str], at: int):
+    """``(flag, typed value, position after it)`` for ``argument`` (``--key``)."""
+    names = _names(flag_table(cls))
+    has_value, text = inline
+    spec = names.get(key)
+    if spec is None and key.startswith("no") and key[2:] in names and not has_value:
+        spec = names[key[2:]]
+        if spec.kind.base is not bool or spec.kind.many:
+            raise UsageError(f"flag {argument} sets nothing: --{spec.name} is not a "
+                             "true/false flag")
+        return spec, False, at
+    if spec is None:
+        raise _unknown(argument, key, cls)
+    if spec.kind.base is bool and not spec.kind.many or spec.kind.bare:
+        value, at = _bool_value(spec, has_value, text, args, at)
+        return spec, value, at
+    raw, at = _value(argument, has_value, text, args, at)
+    return spec, parse_text(spec, raw), at
+
+
+def _agree(given: Dict[str, Tuple[str, Any]], name: str, key: str, value: Any,
+           shown: str) -> None:
+    """A flag given again under another of its names must have the same value."""
+    if name in given and given[name][0] != key and given[name][1] != value:
+        raise UsageError(f"--{given[name][0]} and {shown} name the same flag (--{name}) and "
+                         f"disagree: {given[name][1]!r} vs {value!r}; give one of them")
 
 
 def _value(argument: str, has_value: str, text: str, args: List[str], at: int):
@@ -218,8 +221,10 @@ def build(cls: Type[T], values: Dict[str, Any], config: Optional[str] = None) ->
     missing = [spec for spec in flags if spec.required and spec.name not in merged]
     if missing:
         name = missing[0].name
+        also = "".join(f" (or --{alias})" for alias in missing[0].aliases)
         how = " or by position" if name in cls.POSITIONAL else ""
-        raise UsageError(f"missing required argument {name} (give it as --{name} VALUE{how})")
+        raise UsageError(f"missing required argument {name} (give it as --{name}{also} VALUE"
+                         f"{how})")
     return _make(cls, flags, merged, ())
 
 

@@ -91,8 +91,8 @@ def _hosts_in_file(path: str, port: Optional[int]) -> List[str]:
 def parse_hosts(hostname: Hosts, port: Optional[int] = None) -> List[str]:
     """Base URLs of the simulator servers that ``--hostname`` names, in the order given.
 
-    ``hostname`` is one entry, a comma-separated string of them, a list or tuple (fire turns
-    ``--hostname a,b`` into a tuple), or ``@FILE`` / the path of an existing file with one
+    ``hostname`` is one entry, a comma-separated string of them (``--hostname a,b``), a list
+    or tuple, or ``@FILE`` / the path of an existing file with one
     entry per line (blank lines and ``#`` comments ignored). An entry is ``host``,
     ``host:port`` or a URL; ``port`` applies to entries without one. Raises ``ValueError``
     naming the bad entry (and the file and line), or a server listed twice.

@@ -18,6 +18,36 @@ from sweet_rl.records import StepSample
 from sweet_rl.stepwise.scoring import Score, mean_of
 
 
+def parse_step(data: Dict[str, Any]) -> StepSample:
+    """A step record as the rank stage reads it: candidates are strings, reference scores
+    numbers (an error names the field, e.g. ``additional_outputs[2]``)."""
+    from sweet_rl.records import RecordError
+
+    sample = StepSample.from_dict(data)
+    for key, types in (("additional_outputs", str), ("additional_reference_logprobs", (int, float)),
+                       ("additional_reference_logprobs_sum", (int, float))):
+        for k, value in enumerate(getattr(sample, key)):
+            if not isinstance(value, types) or isinstance(value, bool):
+                raise RecordError(f"expected {'a string' if types is str else 'a number'}, "
+                                  f"got {type(value).__name__}", field=f"{key}[{k}]")
+    return sample
+
+
+def parse_ranked(data: Dict[str, Any]) -> Dict[str, Any]:
+    """A ranked step record as the pair stage reads it: a step record with ``judge_result``
+    of numbers."""
+    from sweet_rl.records import RecordError
+
+    sample = parse_step(data)
+    if sample.judge_result is None:
+        raise RecordError("missing (run the rank stage first)", field="judge_result")
+    for k, value in enumerate(sample.judge_result):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            raise RecordError(f"expected a number, got {type(value).__name__}",
+                              field=f"judge_result[{k}]")
+    return sample.to_dict()
+
+
 def judge_results(critic_scores: Sequence[Score], sample: StepSample,
                   use_sum: bool = False) -> List[float]:
     """One ``judge_result`` per candidate; N comes from the record itself."""

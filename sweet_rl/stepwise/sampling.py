@@ -64,6 +64,9 @@ class HFSampler:
             results.append((texts, self.scorer.score(prompt, texts, suffixes)))
         return results
 
+    def close(self) -> None:
+        """Nothing to release: the model goes with the sampler (vLLM's engine needs one)."""
+
 
 def build_sampler(backend: str, model_path: str, temperature: float, max_new_tokens: int,
                   device: Optional[str], dtype: str, batch_size: int, seed: int,

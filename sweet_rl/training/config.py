@@ -1,7 +1,8 @@
-"""Hyperparameters for the training stages: built-in defaults, config files, DeepSpeed configs.
+"""Hyperparameters for the training stages: DeepSpeed configs, the original's logging flags,
+the held-out share and gradient accumulation.
 
-Precedence (highest first): a flag given on the command line, a key of the ``--config`` JSON
-file (e.g. ``configs/critic_backend.json``), the defaults of :mod:`sweet_rl.training.options`.
+The options themselves (defaults < a ``--config`` file such as ``configs/critic_backend.json``
+< the command line) are :mod:`sweet_rl.training.options`, read by :mod:`sweet_rl.flags`.
 Config files hold the paper's per-stage values (SWEET-RL, Zhou et al. 2025, Appendix: lr 2e-7,
 beta 0.1, NLL 0.01, batch 8 / micro-batch 1, ZeRO-3, bf16; critic 4 epochs backend / 8 frontend
 at max length 8192; agent 1 epoch at 16384). Keys starting with ``_`` are comments and are
@@ -18,9 +19,9 @@ import importlib.util
 import json
 import logging
 import os
-from typing import Any, Dict, List, Optional, Tuple, Type, TypeVar
+from typing import Any, Dict, List, Optional, Tuple, TypeVar
 
-from sweet_rl.training.options import PreferenceOptions, SFTOptions, TrainingOptions
+from sweet_rl.training.options import TrainingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -29,12 +30,6 @@ Options = TypeVar("Options", bound=TrainingOptions)
 REPO_CONFIGS = os.path.join(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs"
 )
-
-# Every flag a config file may set, with the value used when neither the command line nor
-# the config file sets it: the defaults of the option dataclasses (sweet_rl.training.options).
-COMMON_DEFAULTS: Dict[str, Any] = TrainingOptions.flag_defaults()
-DPO_DEFAULTS: Dict[str, Any] = PreferenceOptions.flag_defaults()
-SFT_DEFAULTS: Dict[str, Any] = SFTOptions.flag_defaults()
 
 # ZeRO configs whose "auto" values the transformers Trainer fills from TrainingArguments
 # (batch sizes, accumulation, clipping, bf16, bucket sizes). No optimizer/scheduler section:
@@ -61,46 +56,6 @@ BUILTIN_DS_CONFIGS: Dict[int, Dict[str, Any]] = {
         # save_model gathers the shards into one full 16-bit state dict (HF format)
         "stage3_gather_16bit_weights_on_model_save": True}),
 }
-
-
-def load_config_file(path: Optional[str], known: Dict[str, Any]) -> Dict[str, Any]:
-    """Read a JSON file of flag defaults; unknown keys are an error (typos must not pass)."""
-    if not path:
-        return {}
-    if not os.path.exists(path) and os.path.exists(os.path.join(REPO_CONFIGS, path)):
-        path = os.path.join(REPO_CONFIGS, path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"config file not found: {path}")
-    with open(path, encoding="utf-8") as handle:
-        try:
-            data = json.load(handle)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}: not valid JSON ({err.msg}, line {err.lineno})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object of flag values")
-    values = {k: v for k, v in data.items() if not k.startswith("_")}
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        raise ValueError(f"{path}: unknown key(s) {', '.join(unknown)}")
-    return values
-
-
-def resolve_options(explicit: Dict[str, Any], config_path: Optional[str],
-                    defaults: Dict[str, Any]) -> Dict[str, Any]:
-    """Merge defaults < config file < flags given on the command line (those not None)."""
-    options = dict(defaults)
-    options.update(load_config_file(config_path, defaults))
-    options.update({k: v for k, v in explicit.items() if v is not None and k in defaults})
-    return options
-
-
-def build_options(kind: Type[Options], explicit: Dict[str, Any], config_path: Optional[str],
-                  stage: str, local_rank: int = -1) -> Options:
-    """The checked options of one run of ``stage`` from the flags given on its command line
-    (``explicit``, None for a flag not given) and its ``--config`` file, with the original's
-    logging flags applied -- all before any work, so a bad value or a missing wandb stops here."""
-    values = resolve_options(explicit, config_path, kind.flag_defaults())
-    return apply_original_flags(kind(**values, local_rank=local_rank), stage)
 
 
 def split_holdout(items: List[Any], fraction: float) -> Tuple[List[Any], List[Any]]:
@@ -138,9 +93,7 @@ def apply_original_flags(options: Options, stage: str) -> Options:
     if str(key) != "True":  # a bare --use_wandb: the login wandb already has
         os.environ.setdefault("WANDB_API_KEY", str(key))
     os.environ.setdefault("WANDB_PROJECT", f"openrlhf_{stage}")
-    reporters = options.report_to or "none"
-    reporters = [] if reporters == "none" else (
-        [reporters] if isinstance(reporters, str) else list(reporters))
+    reporters = [name for name in options.report_to if name != "none"]
     if "wandb" not in reporters:
         reporters.append("wandb")
     return dataclasses.replace(options, report_to=reporters, use_wandb=True)

@@ -19,7 +19,7 @@ from tests.conftest import REPO_ROOT, colbench_file
 pytest.importorskip("open_clip")
 pytest.importorskip("selenium")
 
-from sweet_rl.cli import evaluate_html  # noqa: E402
+from sweet_rl.stages.evaluate_html import EvaluateHtmlOptions, evaluate_html  # noqa: E402
 from sweet_rl.evaluation.preferences import GROUND_TRUTH_PREFIX  # noqa: E402
 from sweet_rl.records import RecordError  # noqa: E402
 
@@ -78,9 +78,10 @@ def run_a(tasks, render_assets, tmp_path_factory):
             row(t1, t1["ground_truth"], "b1"),
             row(t2, t0["ground_truth"], "b2")]
     path = write(folder / "run.jsonl", rows)
-    metrics = evaluate_html.main(path, k=2, preference_path=str(folder / "pairs.jsonl"),
-                                 ground_truth_preference_path=str(folder / "gt_pairs.jsonl"),
-                                 assets_dir=render_assets, **CLIP)
+    metrics = evaluate_html(EvaluateHtmlOptions(
+        saved_path=path, k=2, preference_path=str(folder / "pairs.jsonl"),
+        ground_truth_preference_path=str(folder / "gt_pairs.jsonl"), assets_dir=render_assets,
+        **CLIP))
     return {"path": path, "folder": folder, "metrics": metrics, "rows": read(path), "tasks": tasks}
 
 
@@ -135,7 +136,7 @@ def test_second_run_is_idempotent_and_renders_nothing(run_a):
     before = open(path, "rb").read()
     shots = os.path.join(run_a["folder"], "run_screenshots")
     stamps = {name: os.stat(os.path.join(shots, name)).st_mtime_ns for name in os.listdir(shots)}
-    metrics = evaluate_html.main(path, k=2, **CLIP)
+    metrics = evaluate_html(EvaluateHtmlOptions(saved_path=path, k=2, **CLIP))
     assert metrics["evaluated"] == 0 and metrics["rendered"] == 0
     assert metrics["similarity"] == pytest.approx(run_a["metrics"]["similarity"])
     assert metrics["browser"] == run_a["metrics"]["browser"]  # kept from the run that rendered
@@ -144,7 +145,7 @@ def test_second_run_is_idempotent_and_renders_nothing(run_a):
         name: os.stat(os.path.join(shots, name)).st_mtime_ns for name in os.listdir(shots)
     } == stamps
     # --reevaluate scores again from the stored screenshots: no render, the same rewards.
-    again = evaluate_html.main(path, k=2, reevaluate=True, **CLIP)
+    again = evaluate_html(EvaluateHtmlOptions(saved_path=path, k=2, reevaluate=True, **CLIP))
     assert again["evaluated"] == 6 and again["rendered"] == 0
     assert [r["reward"] for r in read(path)] == pytest.approx(
         [r["reward"] for r in run_a["rows"]], abs=1e-5
@@ -162,23 +163,28 @@ def test_win_rate_against_another_run(run_a, capsys):
         [row(t, t["ground_truth"], f"r{i}") for i, t in enumerate((t0, t1, t2))],
     )
     shots = os.path.join(folder, "run_screenshots")  # A rendered every page B needs
-    metrics_b = evaluate_html.main(path_b, k=1, screenshot_dir=shots, **CLIP)
+    metrics_b = evaluate_html(EvaluateHtmlOptions(saved_path=path_b, k=1, screenshot_dir=shots,
+                                                  **CLIP))
     assert metrics_b["rendered"] == 0 and metrics_b["similarity"] == pytest.approx(100.0)
     capsys.readouterr()
-    ours = evaluate_html.main(run_a["path"], k=2, reference_path=path_b, **CLIP)
+    ours = evaluate_html(EvaluateHtmlOptions(saved_path=run_a["path"], k=2, reference_path=path_b,
+                                             **CLIP))
     assert ours["win_rate"] == pytest.approx(100 / 3)
     assert f"win rate 33.3% vs {path_b}" in capsys.readouterr().out
-    theirs = evaluate_html.main(path_b, k=1, reference_path=run_a["path"], **CLIP)
+    theirs = evaluate_html(EvaluateHtmlOptions(saved_path=path_b, k=1,
+                                               reference_path=run_a["path"], **CLIP))
     assert theirs["win_rate"] == pytest.approx(200 / 3)
     # Other tasks, or tasks in another order, are refused with the file and line.
     swapped = write(folder / "swapped.jsonl", [read(path_b)[i] for i in (1, 0, 2)])
     with pytest.raises(
         RecordError, match=r"swapped\.jsonl, line 1: field 'task\.problem_description'"
     ):
-        evaluate_html.main(run_a["path"], k=2, reference_path=swapped, **CLIP)
+        evaluate_html(EvaluateHtmlOptions(saved_path=run_a["path"], k=2, reference_path=swapped,
+                                          **CLIP))
     unscored = write(folder / "unscored.jsonl", [row(t, "", "u") for t in (t0, t1, t2)])
     with pytest.raises(RecordError, match=r"unscored\.jsonl, line 1: field 'reward'"):
-        evaluate_html.main(run_a["path"], k=2, reference_path=unscored, **CLIP)
+        evaluate_html(EvaluateHtmlOptions(saved_path=run_a["path"], k=2, reference_path=unscored,
+                                          **CLIP))
 
 
 def test_original_layout_answer_is_a_screenshot_path(run_a, tmp_path):
@@ -199,9 +205,10 @@ def test_original_layout_answer_is_a_screenshot_path(run_a, tmp_path):
     ]
     (tmp_path / "damaged.png").write_bytes(b"\x89PNG\r\n\x1a\n not really a picture")
     path = write(tmp_path / "old.jsonl", old)
-    metrics = evaluate_html.main(
-        path, k=1, screenshot_dir=os.path.join(run_a["folder"], "run_screenshots"), **CLIP
-    )
+    metrics = evaluate_html(EvaluateHtmlOptions(
+        saved_path=path, k=1, screenshot_dir=os.path.join(run_a["folder"],
+                                                          "run_screenshots"), **CLIP
+                                                ))
     assert metrics["rendered"] == 0
     rows = read(path)
     assert rows[0]["reward"] == 1.0 and "answer_screenshot" not in rows[0]
@@ -221,7 +228,8 @@ def test_failed_render_is_scored_black_with_the_error(tasks, render_assets, tmp_
     if shutil.which("geckodriver") is not None:
         pytest.skip("geckodriver is installed: Firefox would render")
     path = write(tmp_path / "run.jsonl", [row(tasks[0], tasks[0]["ground_truth"], "x")])
-    metrics = evaluate_html.main(path, browser="firefox", assets_dir=render_assets, **CLIP)
+    metrics = evaluate_html(EvaluateHtmlOptions(saved_path=path, browser="firefox",
+                                                assets_dir=render_assets, **CLIP))
     (data,) = read(path)
     assert metrics["render_failed"] == 2 and metrics["rendered"] == 0
     assert data["reward"] == 1.0 and data["answer_screenshot"] is None
@@ -246,12 +254,12 @@ def test_bad_input_names_file_line_and_field_and_leaves_the_file(run_a, tmp_path
         path = write(tmp_path / f"{name}.jsonl", [good[0], bad_row] + good[2:])
         before = open(path, "rb").read()
         with pytest.raises(RecordError, match=rf"{name}\.jsonl, {pattern}"):
-            evaluate_html.main(path, k=2, **CLIP)
+            evaluate_html(EvaluateHtmlOptions(saved_path=path, k=2, **CLIP))
         assert open(path, "rb").read() == before
         assert not os.path.exists(path + ".config.json")
     path = write(tmp_path / "five.jsonl", good[:5])
     with pytest.raises(RecordError, match="not a multiple of --k 2"):
-        evaluate_html.main(path, k=2, **CLIP)
+        evaluate_html(EvaluateHtmlOptions(saved_path=path, k=2, **CLIP))
 
 
 def test_script_runs_by_subprocess(run_a, tmp_path):
@@ -339,8 +347,9 @@ def test_original_rows_no_answer_and_image_answers_without_a_browser(tmp_path, c
     rows = [{"task": task, "dialogue_history": history, "answer": answer,
              "reference_screenshot": "shots/reference.png"} for answer in answers]
     path = write(tmp_path / "run.jsonl", rows)
-    metrics = evaluate_html.main(path, k=1, preference_path=str(tmp_path / "pairs.jsonl"),
-                                 threshold=0.0, **CLIP)
+    metrics = evaluate_html(EvaluateHtmlOptions(saved_path=path, k=1,
+                                                preference_path=str(tmp_path / "pairs.jsonl"),
+                                                threshold=0.0, **CLIP))
     out = read(path)
     rewards = [r["reward"] for r in out]
     assert metrics["rendered"] == 0 and metrics["render_failed"] == 0 and metrics["evaluated"] == 6
@@ -384,7 +393,8 @@ def test_temp_path_is_the_screenshot_folder_and_train_is_accepted(tmp_path, caps
         tmp_path / "run.jsonl", [{"task": task, "dialogue_history": [], "answer": "No answer"}]
     )
     with caplog.at_level("WARNING"):
-        metrics = evaluate_html.main(path, 1, str(scratch), train=True, **CLIP)
+        metrics = evaluate_html(EvaluateHtmlOptions(saved_path=path, k=1, temp_path=str(scratch),
+                                                    train=True, **CLIP))
     assert metrics["rendered"] == 0
     (data,) = read(path)
     assert data["reference_screenshot"] == os.path.join("scratch", os.path.basename(

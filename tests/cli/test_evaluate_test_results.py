@@ -3,9 +3,9 @@ and the backend viewer reads them back with the task and rollout of each row."""
 
 import json
 
-from sweet_rl.cli import evaluate_code
+from sweet_rl.stages.evaluate_code import EvaluateCodeOptions, evaluate_code
 from sweet_rl.io import read_jsonl
-from visualizers.visualize_dialogue_histories import main as view
+from visualizers.visualize_dialogue_histories import ViewerOptions, visualize
 
 DOUBLE = {"problem_description": "Double a number.", "ground_truth": "def f(x):\n    return 2 * x",
           "test_cases": {"test1": "f(1)", "test2": "f(5)"}}
@@ -27,7 +27,7 @@ def test_rows_keep_test_results_and_the_viewer_shows_them(tmp_path, capsys):
             _row(NEGATE, "def g(x):\n    return 0 - x")]           # task 2, rollout 2
     path = tmp_path / "run.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    evaluate_code.main(str(path), k=2, workers=1)
+    evaluate_code(EvaluateCodeOptions(saved_path=str(path), k=2, workers=1))
     graded = read_jsonl(str(path))
     assert [r["reward"] for r in graded] == [1.0, 2 / 3, 0.5, 2 / 3]
     # the reference itself fails on g('a'): no test of that task can pass, whatever the answer
@@ -42,7 +42,7 @@ def test_rows_keep_test_results_and_the_viewer_shows_them(tmp_path, capsys):
     capsys.readouterr()
 
     page = tmp_path / "run.html"
-    view(str(path), str(page))
+    visualize(ViewerOptions(input_path=str(path), output_path=str(page)))
     text = page.read_text(encoding="utf-8")
     third = text.split('id="dialogue-2"', 1)[1].split("</section>", 1)[0]
     assert ">task 1, rollout 2 of 2</span>" in third

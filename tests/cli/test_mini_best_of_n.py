@@ -4,7 +4,8 @@ played against the scripted human, every dialogue graded by the real grader."""
 import json
 
 from sweet_rl.agents.critic_pick import CriticPickAgent
-from sweet_rl.cli.mini_best_of_n import main, parse_ns
+from sweet_rl.cli.mini_best_of_n import MiniBestOfNOptions, best_of_n_curve
+from sweet_rl.flags import parse_command_line
 from sweet_rl.data.mini_tasks import generate_tasks
 from sweet_rl.io import read_jsonl, write_jsonl
 
@@ -44,9 +45,10 @@ def test_the_pick_is_the_best_judge_result_critic_minus_reference(monkeypatch):
 def test_curve_on_held_out_tasks_with_a_real_critic(tiny_model_dir, tmp_path):
     tasks = tmp_path / "test_tasks.jsonl"
     write_jsonl(str(tasks), generate_tasks(2, 0, "test"))
-    table = main(agent_model=tiny_model_dir, tasks=str(tasks), output_dir=str(tmp_path),
-                 critic=tiny_model_dir, critic_no_gt=tiny_model_dir, ns="1,2",
-                 max_new_tokens=8, max_steps=2)
+    table = best_of_n_curve(MiniBestOfNOptions(
+        agent_model=tiny_model_dir, tasks=str(tasks), output_dir=str(tmp_path),
+        critic=tiny_model_dir, critic_no_gt=tiny_model_dir, ns=[1, 2], max_new_tokens=8,
+        max_steps=2))
     result = json.loads((tmp_path / "best_of_n.json").read_text())
     assert result["ns"] == [1, 2]
     curve = result["success"]
@@ -63,24 +65,28 @@ def test_curve_on_held_out_tasks_with_a_real_critic(tiny_model_dir, tmp_path):
 
 
 def test_ns_are_checked():
-    assert parse_ns("1,2,4") == [1, 2, 4] and parse_ns([8]) == [8] and parse_ns(8) == [8]
-    for bad in ("", "0,2", "-1"):
+    def ns(text):
+        return parse_command_line(MiniBestOfNOptions, ["a", "t", "o", "--ns", text]).ns
+
+    assert ns("1,2,4") == [1, 2, 4] and ns("8") == [8]
+    for bad in ("", "0,2", "-1", "x"):
         try:
-            parse_ns(bad)
+            ns(bad)
         except ValueError:
             continue
         raise AssertionError(f"{bad!r} accepted")
 
 
 def test_one_critic_a_single_n_and_the_agent_prompt_file(tiny_model_dir, tmp_path):
-    # the learning test's call: --ns 8 (fire gives an int), the SWEET critic only, and the
+    # the learning test's call: --ns 8 (one N), the SWEET critic only, and the
     # warm folder's agent prompt as every dialogue's system message
     tasks, prompt = tmp_path / "test_tasks.jsonl", tmp_path / "agent_prompt.txt"
     write_jsonl(str(tasks), generate_tasks(1, 0, "test"))
     prompt.write_text("Ask first, then answer.", encoding="utf-8")
-    main(agent_model=tiny_model_dir, tasks=str(tasks), output_dir=str(tmp_path),
-         critic=tiny_model_dir, ns=2, max_new_tokens=4, max_steps=1,
-         agent_prompt_path=str(prompt))
+    best_of_n_curve(MiniBestOfNOptions(agent_model=tiny_model_dir, tasks=str(tasks),
+                                       output_dir=str(tmp_path),
+                                       critic=tiny_model_dir, ns=[2], max_new_tokens=4, max_steps=1,
+                                       agent_prompt_path=str(prompt)))
     assert set(json.loads((tmp_path / "best_of_n.json").read_text())["success"]) == {
         "random", "sweet critic"}
     for slug in ("random", "sweet"):

@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 
-from sweet_rl.cli.mini_copy_check import copied, main
+from sweet_rl.cli.mini_copy_check import CopyCheckOptions, copied, copy_check
 from sweet_rl.data.mini_tasks import generate_tasks
 from sweet_rl.io import write_jsonl
 
@@ -37,8 +37,9 @@ def test_the_check_plays_told_dialogues_with_the_real_agent(tiny_model_dir, tmp_
     write_jsonl(str(tasks), generate_tasks(3, 0, "train", ["late_fee"]))
     prompt.write_text("Ask, then answer.", encoding="utf-8")
     out = tmp_path / "copy_check.json"
-    summary = main(tiny_model_dir, str(tasks), num_tasks=5, agent_prompt_path=str(prompt),
-                   max_new_tokens=4, output_path=str(out))
+    summary = copy_check(CopyCheckOptions(agent_model=tiny_model_dir, tasks=str(tasks),
+                                          num_tasks=5, agent_prompt_path=str(prompt),
+                                          max_new_tokens=4, output_path=str(out)))
     assert summary == {"copied": 0, "checked": 3, "share": 0.0}
     assert json.loads(out.read_text()) == summary
     sidecar = json.loads((tmp_path / "copy_check.json.config.json").read_text())

@@ -8,6 +8,7 @@ import math
 import pytest
 
 from sweet_rl.cli import mini_critic_check as check
+from sweet_rl.cli.mini_critic_check import CriticCheckOptions, critic_check
 
 REFERENCE = """def late_fee(days_late):
     # The fee runs 2 per day.
@@ -67,7 +68,7 @@ def test_main_reads_ranked_records_and_reports_each_file(tmp_path, capsys):
                     {"role": "user", "content": "The fee runs 2 per day."},
                     {"role": "assistant", "content": "OUTPUT: cap?"}])]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    result = check.main(str(path))[str(path)]
+    result = critic_check(CriticCheckOptions(ranked_paths=[str(path)]))[str(path)]
     # turn 1: 3 > -1, 3 > 1, 1 > -1 all ordered right; turn 2: both questions are worth 0
     # (the fee was told before this turn), so no pair counts
     assert result["pairs"] == 3 and result["pairwise_accuracy"] == 1.0
@@ -82,8 +83,8 @@ def test_main_names_the_file_line_and_field_of_a_bad_record(tmp_path):
     del bad["judge_result"]
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
     with pytest.raises(ValueError, match=r"ranked.jsonl:2: field 'judge_result' is missing"):
-        check.main(str(path))
+        critic_check(CriticCheckOptions(ranked_paths=[str(path)]))
     short = record(["OUTPUT: a?", "OUTPUT: b?"], [0.0])
     path.write_text(json.dumps(short) + "\n")
     with pytest.raises(ValueError, match=r":1: field 'judge_result' has 1 scores for 2"):
-        check.main(str(path))
+        critic_check(CriticCheckOptions(ranked_paths=[str(path)]))

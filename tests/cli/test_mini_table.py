@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sweet_rl.cli.mini_table import collect, main, render
+from sweet_rl.cli.mini_table import TableOptions, collect, render, table
 
 
 def _write(path, rewards):
@@ -23,15 +23,15 @@ def test_means_and_spreads_over_seeds(tmp_path):
     (tmp_path / "seed0" / "best_of_n.json").write_text(json.dumps(
         {"ns": [1, 2], "success": {"random": {"1": 25.0, "2": 25.0},
                                    "sweet critic": {"1": 25.0, "2": 50.0}}}))
-    table = main(str(tmp_path), seconds=90)
-    assert table.endswith("| N | random | sweet critic |\n| --- | --- | --- |\n"
-                          "| 1 | 25.0 | 25.0 |\n| 2 | 25.0 | 50.0 |")
-    lines = table.splitlines()
+    text = table(TableOptions(output_dir=str(tmp_path), seconds=90))
+    assert text.endswith("| N | random | sweet critic |\n| --- | --- | --- |\n"
+                         "| 1 | 25.0 | 25.0 |\n| 2 | 25.0 | 50.0 |")
+    lines = text.splitlines()
     # the paper's order: zero-shot first, SWEET-RL last; success 37.5 +- stdev(25, 50)
     assert lines[2] == "| Zero-shot (warm agent) | 43.8 ± 8.8 | 37.5 ± 17.7 | 2 |"
     assert lines[3] == "| SWEET-RL | 80.0 ± 0.0 | 75.0 ± 0.0 | 1 |"
-    assert "whole run: 1.5 min" in table
-    assert (tmp_path / "table.md").read_text().strip() == table
+    assert "whole run: 1.5 min" in text
+    assert (tmp_path / "table.md").read_text().strip() == text
     assert json.loads((tmp_path / "table.json").read_text())["seconds"] == 90
     assert render(found).count("\n") == 3
 
@@ -43,4 +43,4 @@ def test_an_ungraded_file_is_named_with_its_line(tmp_path):
     with pytest.raises(ValueError, match=r"eval_rft.jsonl:2: field 'reward'"):
         collect(str(tmp_path))
     with pytest.raises(ValueError, match="no seed"):
-        main(str(tmp_path / "empty"))
+        table(TableOptions(output_dir=str(tmp_path / "empty")))

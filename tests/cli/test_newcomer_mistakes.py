@@ -10,7 +10,8 @@ import os
 
 import pytest
 
-from sweet_rl.cli import simulate
+from sweet_rl.stages.simulate import simulate
+from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.openai_compat import EndpointUnavailable, ModelNotServed
 from tests.serve_helpers import free_port
 from tests.simulators.fake_openai_server import FakeOpenAIServer, Step
@@ -35,8 +36,8 @@ def test_overwrite_with_a_dead_server_leaves_the_old_output_and_sidecar(tiny_mod
                                                                        tmp_path):
     out = _old_output(tmp_path)
     with pytest.raises(EndpointUnavailable, match="no OpenAI-compatible server reachable"):
-        simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=free_port(),
-                      env_model="fake", output_path=str(out), overwrite=True, **FLAGS)
+        simulate(SimulateOptions(agent_model=tiny_model_dir, hostname="127.0.0.1", port=free_port(),
+                                 env_model="fake", output_path=str(out), overwrite=True, **FLAGS))
     _untouched(tmp_path, out)
 
 
@@ -44,8 +45,9 @@ def test_overwrite_replaces_output_and_sidecar_once_the_run_is_complete(tiny_mod
                                                                         tmp_path):
     out = _old_output(tmp_path)
     with FakeOpenAIServer([Step()]) as server:
-        simulate.main(agent_model=tiny_model_dir, hostname=server.base_url, env_model="fake",
-                      output_path=str(out), overwrite=True, **FLAGS)
+        simulate(SimulateOptions(agent_model=tiny_model_dir, hostname=server.base_url,
+                                 env_model="fake",
+                                 output_path=str(out), overwrite=True, **FLAGS))
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 and all("dialogue_history" in row for row in rows)
     sidecar = json.loads((tmp_path / "traj.jsonl.config.json").read_text())
@@ -60,9 +62,10 @@ def test_a_model_name_the_server_does_not_serve_stops_before_any_work(tiny_model
         with pytest.raises(ModelNotServed, match=r"does not serve a model named "
                                                  r"'meta-llama/Llama-3.1-70B-Instruct'; it "
                                                  r"serves: Qwen/Qwen2.5-0.5B-Instruct"):
-            simulate.main(agent_model=tiny_model_dir, hostname=server.base_url,
-                          env_model="meta-llama/Llama-3.1-70B-Instruct", output_path=str(out),
-                          overwrite=True, **FLAGS)
+            simulate(SimulateOptions(
+                agent_model=tiny_model_dir, hostname=server.base_url,
+                env_model="meta-llama/Llama-3.1-70B-Instruct", output_path=str(out), overwrite=True,
+                **FLAGS))
         assert server.attempts == 0  # not one dialogue request was sent
     _untouched(tmp_path, out)
 
@@ -75,11 +78,13 @@ def test_a_run_whose_dialogues_end_in_simulator_errors_fails(tiny_model_dir, tmp
         with pytest.raises(ValueError, match=r"2 of 2 dialogues in .*traj.jsonl ended with "
                                              r"simulator errors \(more than --max_error_share "
                                              r"0.1\); the first: simulator: HTTP 400"):
-            simulate.main(agent_model=tiny_model_dir, hostname=server.base_url, env_model="x",
-                          output_path=str(out), **FLAGS)
+            simulate(SimulateOptions(agent_model=tiny_model_dir, hostname=server.base_url,
+                                     env_model="x",
+                                     output_path=str(out), **FLAGS))
         assert len(out.read_text().splitlines()) == 2  # the rows stay, for a look
-        simulate.main(agent_model=tiny_model_dir, hostname=server.base_url, env_model="x",
-                      output_path=str(out), overwrite=True, max_error_share=1.0, **FLAGS)
+        simulate(SimulateOptions(
+            agent_model=tiny_model_dir, hostname=server.base_url, env_model="x",
+            output_path=str(out), overwrite=True, max_error_share=1.0, **FLAGS))
 
 
 def test_num_tasks_out_of_range(tiny_model_dir, tmp_path, caplog):
@@ -88,14 +93,14 @@ def test_num_tasks_out_of_range(tiny_model_dir, tmp_path, caplog):
                              + "\n" for i in range(2)))
     with pytest.raises(ValueError, match=r"--num_tasks must be a positive number of tasks "
                                          r"\(or None for all\), got -1"):
-        simulate.main(agent_model=tiny_model_dir, input_path=str(tasks), num_tasks=-1,
-                      output_path=str(tmp_path / "a.jsonl"))
+        simulate(SimulateOptions(agent_model=tiny_model_dir, input_path=str(tasks), num_tasks=-1,
+                                 output_path=str(tmp_path / "a.jsonl")))
     assert not (tmp_path / "a.jsonl").exists()
     out = tmp_path / "b.jsonl"
     flags = dict(FLAGS, num_tasks=50)
     with caplog.at_level(logging.WARNING):
-        simulate.main(agent_model=tiny_model_dir, env_model=tiny_model_dir,
-                      input_path=str(tasks), output_path=str(out), **flags)
+        simulate(SimulateOptions(agent_model=tiny_model_dir, env_model=tiny_model_dir,
+                                 input_path=str(tasks), output_path=str(out), **flags))
     assert "--num_tasks 50: " in caplog.text and "holds only 2 tasks; using all 2" in caplog.text
     stage = json.loads((tmp_path / "b.jsonl.config.json").read_text())["stages"]["simulate"]
     assert stage["num_tasks"] == 50 and stage["num_tasks_used"] == 2
@@ -157,11 +162,12 @@ def test_a_hub_download_failure_names_the_file_and_the_repository(tmp_path):
 
 def test_sample_and_rank_overwrite_only_when_the_new_output_is_complete(tiny_model_dir,
                                                                         tmp_path):
-    from sweet_rl.cli import rank_best_of_n, sample_best_of_n
     from sweet_rl.data.mini_dialogues import build_mini_trajectories
     from sweet_rl.data.mini_tasks import generate_tasks
     from sweet_rl.hf_generation import load_tokenizer
     from sweet_rl.io import write_jsonl
+    from sweet_rl.stages.rank import RankOptions, rank
+    from sweet_rl.stages.sample import SampleOptions, sample
     from tests.stepwise.test_judges import _steps
 
     steps = _steps(tmp_path)  # step records, for rank
@@ -170,22 +176,23 @@ def test_sample_and_rank_overwrite_only_when_the_new_output_is_complete(tiny_mod
                                      generate_tasks(1, 0, "train"), ("asker",))
     write_jsonl(str(dialogues), [dict(t.to_dict(), reward=1.0) for t in played])
     out = _old_output(tmp_path)
-    for stage, given, flags in (
-            (rank_best_of_n, steps, dict(model_id=str(tmp_path / "no-critic"))),
-            (sample_best_of_n, dialogues, dict(agent_model=str(tmp_path / "no-agent")))):
+    for stage, options, given, flags in (
+            (rank, RankOptions, steps, dict(model_id=str(tmp_path / "no-critic"))),
+            (sample, SampleOptions, dialogues, dict(agent_model=str(tmp_path / "no-agent")))):
         with pytest.raises(OSError):  # the model cannot be loaded: after the input was read
-            stage.main(str(given), str(out), overwrite=True, **flags)
+            stage(options(input_path=str(given), output_path=str(out), overwrite=True, **flags))
         assert out.read_text() == '{"keep": "me"}\n'
         assert sorted(p.name for p in tmp_path.iterdir()) == [
             "offline.jsonl", "sampled.jsonl", "traj.jsonl", "traj.jsonl.config.json"]
-    rank_best_of_n.main(str(steps), str(out), overwrite=True, critic_type="random")
+    rank(RankOptions(input_path=str(steps), output_path=str(out), overwrite=True,
+                     critic_type="random"))
     assert "judge_result" in out.read_text()
     stages = json.loads((tmp_path / "traj.jsonl.config.json").read_text())["stages"]
     assert set(stages) == {"rank_best_of_n"}
 
 
 def test_evaluate_names_rows_with_simulator_errors_and_can_skip_them(tmp_path, capsys):
-    from sweet_rl.cli import evaluate_code
+    from sweet_rl.stages.evaluate_code import EvaluateCodeOptions, evaluate_code
 
     task = {"problem_description": "add", "ground_truth": "def f(a, b):\n    return a + b",
             "test_cases": {"test1": "f(1, 2)", "test2": "f(2, 2)"}}
@@ -195,11 +202,11 @@ def test_evaluate_names_rows_with_simulator_errors_and_can_skip_them(tmp_path, c
                simulator_errors=["simulator: HTTP 400: model 'x' is not served"])
     path = tmp_path / "traj.jsonl"
     path.write_text(json.dumps(right) + "\n" + json.dumps(cut) + "\n")
-    evaluate_code.main(str(path), workers=1)
+    evaluate_code(EvaluateCodeOptions(saved_path=str(path), workers=1))
     out = capsys.readouterr().out
     assert "evaluate_code: warning: 1 of 2 rows carry a simulator error" in out
     assert "2 trajectories (2 tasks x 1)" in out
-    metrics = evaluate_code.main(str(path), workers=1, skip_errors=True)
+    metrics = evaluate_code(EvaluateCodeOptions(saved_path=str(path), workers=1, skip_errors=True))
     out = capsys.readouterr().out
     assert "1 trajectories (1 tasks x 1)" in out and "skipped 1 rows with simulator errors" in out
     assert metrics["skipped_errors"] == 1 and metrics["success"] == 100.0

@@ -2,14 +2,14 @@
 
 import json
 
-from sweet_rl.cli import offline_demo
+from sweet_rl.cli.offline_demo import OfflineDemoOptions, offline_demo
 from sweet_rl.io import read_jsonl
 from sweet_rl.records import Trajectory
 
 
 def test_offline_demo_writes_the_scripted_rows(tiny_model_dir, tmp_path, capsys):
     out = tmp_path / "offline.jsonl"
-    offline_demo.main(str(out), tokenizer=tiny_model_dir, rollouts=2)
+    offline_demo(OfflineDemoOptions(output_path=str(out), tokenizer=tiny_model_dir, rollouts=2))
     rows = read_jsonl(str(out), Trajectory.from_dict)
     tasks = len(rows) // 2
     assert len(rows) == 2 * tasks and tasks > 0

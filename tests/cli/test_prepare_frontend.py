@@ -9,8 +9,9 @@ import sys
 
 import pytest
 
-from sweet_rl.cli import filter_websites, prepare_frontend_tasks
-from sweet_rl.rendering import assets as page_assets
+from sweet_rl.rendering import assets as page_assets, page_checks
+from sweet_rl.stages.filter_websites import FilterOptions, filter_websites
+from sweet_rl.stages.prepare_frontend import PrepareFrontendOptions, prepare_frontend_tasks
 from sweet_rl.rendering.result import RenderResult
 from sweet_rl.records import RecordError
 from sweet_rl.rendering.screenshots import screenshot_path
@@ -70,7 +71,8 @@ def _expected(i):
 @needs_datasets
 def test_prepare_splits_rows_in_order_and_rerun_adds_nothing(websight, tmp_path, capsys):
     out = tmp_path / "tasks"
-    prepare_frontend_tasks.main(str(out), data_files=websight, **RANGES)
+    prepare_frontend_tasks(PrepareFrontendOptions(output_dir=str(out), data_files=[websight],
+                                                  **RANGES))
     train, test = _lines(out / "train.jsonl"), _lines(out / "test.jsonl")
     assert train == [_expected(i) for i in range(10)]
     assert test == [_expected(i) for i in range(10, 20)]
@@ -80,16 +82,18 @@ def test_prepare_splits_rows_in_order_and_rerun_adds_nothing(websight, tmp_path,
                            "(10 new), 40 image URLs rewritten in new tasks, 20 rows read in ")
     for name in ("train", "test"):
         stage = json.loads((out / f"{name}.jsonl.config.json").read_text())["stages"]
-        assert stage["prepare_frontend_tasks"]["data_files"] == websight
+        assert stage["prepare_frontend_tasks"]["data_files"] == [websight]
         assert stage["prepare_frontend_tasks"]["test_end"] == 20
 
     before = {n: (out / f"{n}.jsonl").read_bytes() for n in ("train", "test")}
-    prepare_frontend_tasks.main(str(out), data_files=websight, **RANGES)
+    prepare_frontend_tasks(PrepareFrontendOptions(output_dir=str(out), data_files=[websight],
+                                                  **RANGES))
     assert "already complete" in capsys.readouterr().out
     assert {n: (out / f"{n}.jsonl").read_bytes() for n in ("train", "test")} == before
 
     # a larger test range appends only the new rows
-    prepare_frontend_tasks.main(str(out), data_files=websight, **dict(RANGES, test_end=23))
+    prepare_frontend_tasks(PrepareFrontendOptions(output_dir=str(out), data_files=[websight],
+                                                  **dict(RANGES, test_end=23)))
     assert _lines(out / "test.jsonl") == [_expected(i) for i in range(10, 23)]
     assert "test 13 tasks (3 new)" in capsys.readouterr().out
 
@@ -100,7 +104,8 @@ def test_interrupted_run_resumes_without_duplicates(tmp_path, capsys):
     broken = _write_parquet(tmp_path / "broken.parquet", _rows(broken=14))
     out = tmp_path / "tasks"
     with pytest.raises(RecordError) as err:
-        prepare_frontend_tasks.main(str(out), data_files=broken, chunk_size=3, **RANGES)
+        prepare_frontend_tasks(PrepareFrontendOptions(output_dir=str(out), data_files=[broken],
+                                                      chunk_size=3, **RANGES))
     assert str(err.value).startswith(f"{broken}: field 'text': expected a string in row 14")
     assert len(_lines(out / "train.jsonl")) == 10 and len(_lines(out / "test.jsonl")) == 4
     # ... and a torn last line, as a kill during a write leaves, is cut on the next run.
@@ -111,7 +116,8 @@ def test_interrupted_run_resumes_without_duplicates(tmp_path, capsys):
         handle.writelines(keep)
         handle.write('{"problem_description": "Idea 6: a sh')
     good = _write_parquet(tmp_path / "good.parquet", _rows())
-    prepare_frontend_tasks.main(str(out), data_files=good, chunk_size=3, **RANGES)
+    prepare_frontend_tasks(PrepareFrontendOptions(output_dir=str(out), data_files=[good],
+                                                  chunk_size=3, **RANGES))
     assert _lines(out / "train.jsonl") == [_expected(i) for i in range(10)]
     assert _lines(out / "test.jsonl") == [_expected(i) for i in range(10, 20)]
     assert "train 10 tasks (4 new), test 10 tasks (6 new)" in capsys.readouterr().out
@@ -120,16 +126,19 @@ def test_interrupted_run_resumes_without_duplicates(tmp_path, capsys):
 @needs_datasets
 def test_resume_refuses_a_file_made_from_other_rows(websight, tmp_path):
     out = tmp_path / "tasks"
-    prepare_frontend_tasks.main(str(out), data_files=websight, train_end=4, test_start=10,
-                                test_end=12)
+    prepare_frontend_tasks(PrepareFrontendOptions(output_dir=str(out), data_files=[websight],
+                                                  train_end=4, test_start=10,
+                                                  test_end=12))
     before = (out / "train.jsonl").read_bytes()
     with pytest.raises(RecordError) as err:
-        prepare_frontend_tasks.main(str(out), data_files=websight, train_start=1, train_end=6,
-                                    test_start=10, test_end=12)
+        prepare_frontend_tasks(PrepareFrontendOptions(output_dir=str(out), data_files=[websight],
+                                                      train_start=1, train_end=6,
+                                                      test_start=10, test_end=12))
     assert str(err.value).startswith(f"{out / 'train.jsonl'}, line 1: task differs from row 1")
     assert (out / "train.jsonl").read_bytes() == before
-    prepare_frontend_tasks.main(str(out), data_files=websight, train_start=1, train_end=6,
-                                test_start=10, test_end=12, overwrite=True)
+    prepare_frontend_tasks(PrepareFrontendOptions(output_dir=str(out), data_files=[websight],
+                                                  train_start=1, train_end=6,
+                                                  test_start=10, test_end=12, overwrite=True))
     assert _lines(out / "train.jsonl") == [_expected(i) for i in range(1, 6)]
 
 
@@ -141,8 +150,9 @@ def test_jsonl_source_and_too_few_rows(tmp_path):
                            for i, t in zip(rows["llm_generated_idea"], rows["text"])))
     out = tmp_path / "tasks"
     with pytest.raises(ValueError, match="has only 6 rows but the ranges need 8"):
-        prepare_frontend_tasks.main(str(out), data_files=str(src), train_end=4, test_start=4,
-                                    test_end=8)
+        prepare_frontend_tasks(PrepareFrontendOptions(output_dir=str(out), data_files=[str(src)],
+                                                      train_end=4, test_start=4,
+                                                      test_end=8))
     assert _lines(out / "train.jsonl") == [_expected(i) for i in range(4)]
     assert _lines(out / "test.jsonl") == [_expected(i) for i in range(4, 6)]
 
@@ -186,8 +196,9 @@ def test_filter_keeps_pages_that_render(render_assets, tmp_path, capsys):
              dict(good[0], problem_description="same page, second task")]
     src, out, shots = tmp_path / "tasks.jsonl", tmp_path / "kept.jsonl", tmp_path / "shots"
     src.write_text("".join(json.dumps(t) + "\n" for t in tasks))
-    filter_websites.main(str(src), str(out), screenshot_dir=str(shots), pool_size=2,
-                         page_load_timeout=3, script_timeout=2, assets_dir=render_assets)
+    filter_websites(FilterOptions(input_path=str(src), output_path=str(out),
+                                  screenshot_dir=str(shots), pool_size=2,
+                                  page_load_timeout=3, script_timeout=2, assets_dir=render_assets))
     assert _lines(out) == [tasks[0], tasks[2], tasks[4]]
     line = capsys.readouterr().out.strip().splitlines()[-1]
     assert line.startswith("filter_websites: kept 3 of 5 tasks (dropped 1 failed, 1 blank; "
@@ -197,12 +208,13 @@ def test_filter_keeps_pages_that_render(render_assets, tmp_path, capsys):
                                                              "reference")) for t in good})
     for name in names:
         png = (shots / name).read_bytes()
-        assert page_assets.png_size(png)[0] == 1280 and not filter_websites.is_blank_png(png)
+        assert page_assets.png_size(png)[0] == 1280 and not page_checks.is_blank_png(png)
     stage = json.loads((tmp_path / "kept.jsonl.config.json").read_text())["stages"]
     assert stage["filter_websites"]["browser_version"].startswith("chrome ")
 
     with pytest.raises(FileExistsError):  # an existing output is kept unless --overwrite
-        filter_websites.main(str(src), str(out), assets_dir=render_assets)
+        filter_websites(FilterOptions(input_path=str(src), output_path=str(out),
+                                      assets_dir=render_assets))
 
 
 def test_filter_bad_input_names_line_and_writes_nothing(tmp_path):
@@ -210,7 +222,7 @@ def test_filter_bad_input_names_line_and_writes_nothing(tmp_path):
     src.write_text(json.dumps({"problem_description": "p", "ground_truth": "<html></html>"})
                    + "\n" + json.dumps({"problem_description": "p"}) + "\n")
     with pytest.raises(RecordError, match=r"tasks.jsonl, line 2: field 'ground_truth': missing"):
-        filter_websites.main(str(src), str(out))
+        filter_websites(FilterOptions(input_path=str(src), output_path=str(out)))
     assert not out.exists()
 
 
@@ -218,14 +230,14 @@ def test_blank_and_drop_reason(monkeypatch):
     white = page_assets.encode_png(4, 3, [b"\xff" * 12] * 3)
     dot = page_assets.encode_png(4, 3, [b"\xff" * 12, b"\xff" * 6 + b"\0\0\0" + b"\xff" * 3,
                                         b"\xff" * 12])
-    assert filter_websites.is_blank_png(white) and not filter_websites.is_blank_png(dot)
+    assert page_checks.is_blank_png(white) and not page_checks.is_blank_png(dot)
     with monkeypatch.context() as patch:  # without Pillow: the pure-Python decoder
         patch.setitem(sys.modules, "PIL", None)
-        assert filter_websites.is_blank_png(white) and not filter_websites.is_blank_png(dot)
+        assert page_checks.is_blank_png(white) and not page_checks.is_blank_png(dot)
     keep = RenderResult(True, dot, 4, 3, "chrome 1")
-    assert filter_websites.drop_reason(keep) is None
-    assert filter_websites.drop_reason(RenderResult(True, white, 4, 3, "chrome 1")).startswith(
+    assert page_checks.drop_reason(keep) is None
+    assert page_checks.drop_reason(RenderResult(True, white, 4, 3, "chrome 1")).startswith(
         "blank"
     )
     failed = RenderResult(False, None, 0, 0, "chrome 1", "TimeoutException: page load")
-    assert filter_websites.drop_reason(failed) == "failed: TimeoutException: page load"
+    assert page_checks.drop_reason(failed) == "failed: TimeoutException: page load"

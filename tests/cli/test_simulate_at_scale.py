@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 
-from sweet_rl.cli import simulate
+from sweet_rl.stages.simulate import simulate
+from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.io import read_jsonl
 from sweet_rl.leaks import RESAMPLE_REMINDER
 from sweet_rl.sharding import merge_shards
@@ -24,13 +25,14 @@ def _stages(path) -> dict:
 def test_shards_merged_equal_one_run(tiny_model_dir, tmp_path):
     with FakeOpenAIServer([Step()]) as server:
         one = tmp_path / "one.jsonl"
-        simulate.main(agent_model=tiny_model_dir, hostname=server.base_url,
-                      output_path=str(one), **FLAGS)
+        simulate(SimulateOptions(agent_model=tiny_model_dir, hostname=server.base_url,
+                                 output_path=str(one), **FLAGS))
         shards = []
         for index in (1, 0):  # any order
             shard = tmp_path / f"shard{index}.jsonl"
-            simulate.main(agent_model=tiny_model_dir, hostname=server.base_url,
-                          output_path=str(shard), num_shards=2, shard_index=index, **FLAGS)
+            simulate(SimulateOptions(
+                agent_model=tiny_model_dir, hostname=server.base_url, output_path=str(shard),
+                num_shards=2, shard_index=index, **FLAGS))
             shards.append(str(shard))
     assert len(read_jsonl(shards[1])) == 3 and len(read_jsonl(shards[0])) == 3
     merged = tmp_path / "merged.jsonl"
@@ -45,14 +47,14 @@ def test_shards_merged_equal_one_run(tiny_model_dir, tmp_path):
 def test_a_server_that_dies_mid_run_hands_its_dialogues_to_the_other(tiny_model_dir, tmp_path):
     with FakeOpenAIServer([Step()]) as steady:
         alone = tmp_path / "alone.jsonl"
-        simulate.main(agent_model=tiny_model_dir, hostname=steady.base_url,
-                      output_path=str(alone), **FLAGS)
+        simulate(SimulateOptions(agent_model=tiny_model_dir, hostname=steady.base_url,
+                                 output_path=str(alone), **FLAGS))
         # the second server answers three requests, then hangs up on every later one
         with FakeOpenAIServer([Step(), Step(), Step(), Step(hang_up=True)]) as dying:
             both = tmp_path / "both.jsonl"
-            simulate.main(agent_model=tiny_model_dir,
-                          hostname=f"{steady.base_url},{dying.base_url}",
-                          output_path=str(both), **FLAGS)
+            simulate(SimulateOptions(agent_model=tiny_model_dir,
+                                     hostname=f"{steady.base_url},{dying.base_url}",
+                                     output_path=str(both), **FLAGS))
             assert dying.attempts > 3  # it was given work after it died, and gave it back
     assert both.read_bytes() == alone.read_bytes()
 
@@ -64,15 +66,15 @@ def test_leaking_replies_are_counted_and_can_be_asked_for_again(tiny_model_dir, 
     flags = dict(FLAGS, num_tasks=1, best_of_n=1, max_steps=2)
     with FakeOpenAIServer([Step(body=code)]) as server:
         kept = tmp_path / "kept.jsonl"
-        simulate.main(agent_model=tiny_model_dir, hostname=server.base_url,
-                      output_path=str(kept), **flags)
+        simulate(SimulateOptions(agent_model=tiny_model_dir, hostname=server.base_url,
+                                 output_path=str(kept), **flags))
     [row] = read_jsonl(str(kept))
     assert row["leaked_replies"] == 1 and row["leak_turns"] == [2]
     assert "leak rate 1.000 (1 of 1 replies)" in capsys.readouterr().out
     with FakeOpenAIServer([Step(body=code), Step(body=plain)]) as server:
         asked = tmp_path / "asked.jsonl"
-        simulate.main(agent_model=tiny_model_dir, hostname=server.base_url,
-                      output_path=str(asked), resample_leaks=2, **flags)
+        simulate(SimulateOptions(agent_model=tiny_model_dir, hostname=server.base_url,
+                                 output_path=str(asked), resample_leaks=2, **flags))
         prompts = [body["messages"][-1]["content"] for body in server.requests]
     [row] = read_jsonl(str(asked))
     assert row["leaked_replies"] == 0 and row["leak_resamples"] == 1

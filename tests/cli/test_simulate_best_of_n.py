@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from sweet_rl.cli import simulate
+from sweet_rl.stages.simulate import simulate
+from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.data.tasks import load_tasks
 from sweet_rl.factory import build_judge
+from sweet_rl.stages.groups import JudgeOptions
 from sweet_rl.io import read_jsonl
 from sweet_rl.prompts import load_prompt
 from sweet_rl.records import StepSample
@@ -18,10 +20,11 @@ def test_each_turn_keeps_its_candidates_and_plays_the_critics_best(tiny_model_di
     # the critic here is LLM-as-a-Judge (the tiny model, in process, greedy): its scores depend
     # only on the turn's dialogue, reference and candidates, so the test can score them again
     out = tmp_path / "best_of_3.jsonl"
-    simulate.main(agent_model=tiny_model_dir, env_model=tiny_model_dir, output_path=str(out),
-                  pick_n=3, pick_critic=tiny_model_dir, pick_critic_type="judge", **FLAGS)
+    simulate(SimulateOptions(
+        agent_model=tiny_model_dir, env_model=tiny_model_dir, output_path=str(out), pick_n=3,
+        pick=JudgeOptions(critic_type="judge", model_id=tiny_model_dir), **FLAGS))
     rows = read_jsonl(str(out))
-    judge = build_judge("judge", tiny_model_dir)
+    judge = build_judge(JudgeOptions(critic_type="judge", model_id=tiny_model_dir))
     system = {"role": "system", "content": load_prompt(None, "agent")}
     turns = 0
     for row, task in zip(rows, load_tasks(None, 2)):
@@ -48,17 +51,18 @@ def test_each_turn_keeps_its_candidates_and_plays_the_critics_best(tiny_model_di
 
 def test_random_picks_and_refusals(tiny_model_dir, tmp_path):
     out = tmp_path / "random.jsonl"
-    simulate.main(agent_model=tiny_model_dir, env_model=tiny_model_dir, output_path=str(out),
-                  pick_n=2, pick_critic_type="random", **FLAGS)
+    simulate(SimulateOptions(agent_model=tiny_model_dir, env_model=tiny_model_dir,
+                             output_path=str(out), pick_n=2,
+                             pick=JudgeOptions(critic_type="random"), **FLAGS))
     for row in read_jsonl(str(out)):
         for turn in (t for t in row["dialogue_history"] if t["role"] == "assistant"):
             assert sorted(turn["candidate_scores"]) == [0.0, 1.0]
     with pytest.raises(ValueError, match="--pick_critic is required"):
-        simulate.main(agent_model=tiny_model_dir, env_model=tiny_model_dir,
-                      output_path=str(tmp_path / "x.jsonl"), pick_n=2, **FLAGS)
+        simulate(SimulateOptions(agent_model=tiny_model_dir, env_model=tiny_model_dir,
+                                 output_path=str(tmp_path / "x.jsonl"), pick_n=2, **FLAGS))
     with pytest.raises(ValueError, match="needs --agent_backend hf and --task_type code"):
-        simulate.main(agent_model=tiny_model_dir, output_path=str(tmp_path / "y.jsonl"),
-                      pick_n=2, task_type="html", **FLAGS)
+        simulate(SimulateOptions(agent_model=tiny_model_dir, output_path=str(tmp_path / "y.jsonl"),
+                                 pick_n=2, task_type="html", **FLAGS))
 
 
 def test_each_dialogue_is_judged_with_its_own_tasks_reference(tiny_model_dir):

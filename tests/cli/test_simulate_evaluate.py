@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from sweet_rl.cli import evaluate_code, simulate
+from sweet_rl.stages.evaluate_code import EvaluateCodeOptions, evaluate_code
+from sweet_rl.stages.simulate import simulate
+from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.data.tasks import load_tasks
 from sweet_rl.io import read_jsonl
 from sweet_rl.records import RecordError, Trajectory
@@ -21,7 +23,7 @@ FAST = dict(max_new_tokens=8, simulator_max_tokens=8, max_steps=2, device="cpu")
 def _simulate(tiny, out, **kw):
     args = dict(agent_model=tiny, env_model=tiny, output_path=str(out), **FAST)
     args.update(kw)
-    return simulate.main(**args)
+    return simulate(SimulateOptions(**args))
 
 
 def test_simulate_then_evaluate_on_bundled_tasks(tiny_model_dir, tmp_path, capsys):
@@ -40,9 +42,9 @@ def test_simulate_then_evaluate_on_bundled_tasks(tiny_model_dir, tmp_path, capsy
     sidecar = json.loads((tmp_path / "traj.jsonl.config.json").read_text())
     assert sidecar["stages"]["simulate"]["best_of_n"] == 2
 
-    metrics = evaluate_code.main(
-        str(out), k=2, ground_truth_preference_path=str(tmp_path / "p.jsonl")
-    )
+    metrics = evaluate_code(EvaluateCodeOptions(
+        saved_path=str(out), k=2, ground_truth_preference_path=str(tmp_path / "p.jsonl")
+                                                ))
     graded = read_jsonl(str(out), Trajectory.from_dict)
     assert all(t.reward is not None and 0.0 <= t.reward <= 1.0 for t in graded)
     assert all(t.extra["grader_rules"] == "benchmark" for t in graded)
@@ -77,8 +79,9 @@ def test_evaluate_scores_answers_and_writes_both_pair_files(tmp_path, capsys):
             _answer_row(tasks[1], right[1])]
     path = tmp_path / "traj.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    metrics = evaluate_code.main(str(path), k=2, preference_path=str(tmp_path / "plain.jsonl"),
-                                 ground_truth_preference_path=str(tmp_path / "gt.jsonl"))
+    metrics = evaluate_code(EvaluateCodeOptions(
+        saved_path=str(path), k=2, preference_path=str(tmp_path / "plain.jsonl"),
+        ground_truth_preference_path=str(tmp_path / "gt.jsonl")))
     rewards = [t.reward for t in read_jsonl(str(path), Trajectory.from_dict)]
     assert rewards[0] == 1.0 and rewards[1] == 0.0 and rewards[3] == 1.0
     assert rewards[2] == 0.1  # 4.0 is right for the light local parcel only: 1 test of 10
@@ -115,7 +118,7 @@ def test_evaluate_scores_answers_and_writes_both_pair_files(tmp_path, capsys):
         f"In light that the final answer is: {tasks[1].ground_truth}."
     )
     # A second run reuses the rewards instead of grading again (and writes no pairs).
-    evaluate_code.main(str(path), k=2)
+    evaluate_code(EvaluateCodeOptions(saved_path=str(path), k=2))
     out = capsys.readouterr().out
     assert (
         "graded 0" in out
@@ -132,7 +135,7 @@ def test_evaluate_rejects_a_layout_that_does_not_match_k(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     before = path.read_text()
     with pytest.raises(RecordError, match=r"traj.jsonl, line 3: field 'task.problem_description'"):
-        evaluate_code.main(str(path), k=2)
+        evaluate_code(EvaluateCodeOptions(saved_path=str(path), k=2))
     assert path.read_text() == before
 
 

@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from sweet_rl.cli import simulate
+from sweet_rl.stages.simulate import simulate
+from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.data.tasks import load_tasks
 from sweet_rl.io import read_jsonl
 from sweet_rl.records import Trajectory
@@ -98,10 +99,11 @@ def test_pages_the_agent_shows_reach_the_vlm_and_become_the_answer(
     monkeypatch.setenv("SWEET_RL_ASSETS", assets)
     out = tmp_path / "shown.jsonl"
     with FakeOpenAIServer([Step(200, body=completion(f"OUTPUT: How is this? {page}"))]) as server:
-        simulate.main(agent_backend="openai", agent_model="fake", agent_base_url=server.base_url,
-                      env_model=tiny_vlm, task_type="html", input_path=str(FRONTEND),
-                      num_tasks=2, max_steps=2, simulator_max_tokens=6, device="cpu",
-                      render_workers=2, output_path=str(out))
+        simulate(SimulateOptions(agent_backend="openai", agent_model="fake",
+                                 agent_base_url=server.base_url,
+                                 env_model=tiny_vlm, task_type="html", input_path=str(FRONTEND),
+                                 num_tasks=2, max_steps=2, simulator_max_tokens=6, device="cpu",
+                                 render_workers=2, output_path=str(out)))
     rows = read_jsonl(str(out), Trajectory.from_dict)
     assert len(rows) == 2
     shot = screenshot_path(str(tmp_path / "shown_screenshots"), page)
@@ -116,10 +118,11 @@ def test_pages_the_agent_shows_reach_the_vlm_and_become_the_answer(
 
     hidden = tmp_path / "hidden.jsonl"
     with FakeOpenAIServer([Step(200, body=completion(f"OUTPUT: How is this? {page}"))]) as server:
-        simulate.main(agent_backend="openai", agent_model="fake", agent_base_url=server.base_url,
-                      env_model=tiny_vlm, task_type="html", input_path=str(FRONTEND),
-                      num_tasks=1, max_steps=2, simulator_max_tokens=6, device="cpu",
-                      render_workers=1, output_path=str(hidden), page_placeholder=True)
+        simulate(SimulateOptions(agent_backend="openai", agent_model="fake",
+                                 agent_base_url=server.base_url,
+                                 env_model=tiny_vlm, task_type="html", input_path=str(FRONTEND),
+                                 num_tasks=1, max_steps=2, simulator_max_tokens=6, device="cpu",
+                                 render_workers=1, output_path=str(hidden), page_placeholder=True))
     [row] = read_jsonl(str(hidden), Trajectory.from_dict)
     assert [t.content for t in row.assistant_turns] == [" How is this? [SEE RENDERED HTML]"] * 2
     assert page not in row.assistant_turns[1].input and row.answer == page

@@ -11,7 +11,8 @@ import subprocess
 import sys
 import time
 
-from sweet_rl.cli import simulate
+from sweet_rl.stages.simulate import simulate
+from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.io import read_jsonl
 from sweet_rl.row_writer import pending_path
 from tests.simulators.fake_openai_server import FakeOpenAIServer, Step
@@ -26,8 +27,8 @@ def _slow_server(seed: int, most: float) -> FakeOpenAIServer:
 
 
 def _run(tiny_model_dir, out, base_url, **extra):
-    simulate.main(agent_model=tiny_model_dir, hostname=base_url, env_model="fake",
-                  output_path=str(out), **dict(FLAGS, **extra))
+    simulate(SimulateOptions(agent_model=tiny_model_dir, hostname=base_url, env_model="fake",
+                             output_path=str(out), **dict(FLAGS, **extra)))
     return out.read_text()
 
 
@@ -83,8 +84,9 @@ def test_an_http_agent_gets_concurrent_requests_and_the_same_rows(tiny_model_dir
         files = {}
         for rollout in ("lockstep", "pipelined"):
             out = tmp_path / f"{rollout}.jsonl"
-            simulate.main(hostname=human.base_url, env_model="fake", agent_base_url=agent.base_url,
-                          output_path=str(out), rollout=rollout, **flags)
+            simulate(SimulateOptions(hostname=human.base_url, env_model="fake",
+                                     agent_base_url=agent.base_url,
+                                     output_path=str(out), rollout=rollout, **flags))
             files[rollout] = out.read_text()
         starts = sorted(agent.times[len(agent.times) // 2:])  # the pipelined run's requests
     assert files["pipelined"] == files["lockstep"] and files["lockstep"].count("\n") == 8

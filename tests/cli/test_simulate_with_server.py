@@ -5,7 +5,8 @@ import time
 
 import pytest
 
-from sweet_rl.cli import simulate
+from sweet_rl.stages.simulate import simulate
+from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.io import read_jsonl
 from sweet_rl.openai_compat import ChatClient, ModelNotServed
 from sweet_rl.records import Trajectory
@@ -26,9 +27,9 @@ def server(tiny_model_dir):
 def test_dialogues_with_the_served_simulator(server, tiny_model_dir, tmp_path):
     port = int(server.rsplit(":", 1)[1].split("/")[0])
     out = tmp_path / "traj.jsonl"
-    simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
-                  env_model=tiny_model_dir, num_tasks=2, max_steps=3, max_new_tokens=8,
-                  simulator_max_tokens=12, output_path=str(out), device="cpu")
+    simulate(SimulateOptions(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
+                             env_model=tiny_model_dir, num_tasks=2, max_steps=3, max_new_tokens=8,
+                             simulator_max_tokens=12, output_path=str(out), device="cpu"))
     rows = read_jsonl(str(out), Trajectory.from_dict)
     assert len(rows) == 2
     for traj in rows:
@@ -52,9 +53,9 @@ def test_wrong_served_model_fails_at_start(server, tiny_model_dir, tmp_path):
     port = int(server.rsplit(":", 1)[1].split("/")[0])
     out = tmp_path / "traj.jsonl"
     with pytest.raises(ModelNotServed, match="not-the-served-model.*it serves"):
-        simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
-                      env_model="not-the-served-model", num_tasks=1, output_path=str(out),
-                      device="cpu")
+        simulate(SimulateOptions(
+            agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
+            env_model="not-the-served-model", num_tasks=1, output_path=str(out), device="cpu"))
     assert not out.exists()
 
 
@@ -64,9 +65,10 @@ def test_rejected_requests_are_recorded_in_every_dialogue(server, tiny_model_dir
     # dialogue goes on; each rejection is recorded in the row and counted in the metrics line.
     port = int(server.rsplit(":", 1)[1].split("/")[0])
     out = tmp_path / "traj.jsonl"
-    simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
-                  env_model="not-the-served-model", num_tasks=1, max_steps=3, max_new_tokens=8,
-                  output_path=str(out), device="cpu", max_error_share=1.0)
+    simulate(SimulateOptions(
+        agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
+        env_model="not-the-served-model", num_tasks=1, max_steps=3, max_new_tokens=8,
+        output_path=str(out), device="cpu", max_error_share=1.0))
     [traj] = read_jsonl(str(out), Trajectory.from_dict)
     assert "error" not in traj.extra and len(traj.assistant_turns) == 3
     assert [t.content for t in traj.dialogue_history[2::2]] == ["No response."] * 2
@@ -80,10 +82,10 @@ def test_stop_on_rejected_request_ends_the_dialogue_with_the_error(
 ):
     port = int(server.rsplit(":", 1)[1].split("/")[0])
     out = tmp_path / "traj.jsonl"
-    simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
-                  env_model="not-the-served-model", num_tasks=1, max_steps=3, max_new_tokens=8,
-                  output_path=str(out), device="cpu", stop_on_rejected_request=True,
-                  max_error_share=1.0)
+    simulate(SimulateOptions(
+        agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
+        env_model="not-the-served-model", num_tasks=1, max_steps=3, max_new_tokens=8,
+        output_path=str(out), device="cpu", stop_on_rejected_request=True, max_error_share=1.0))
     [traj] = read_jsonl(str(out), Trajectory.from_dict)
     assert traj.extra["error"].startswith("simulator: HTTP 400")
     assert len(traj.assistant_turns) == 1 and traj.answer == "No answer"
@@ -94,7 +96,8 @@ def test_unreachable_simulator_fails_fast_naming_the_url(tiny_model_dir, tmp_pat
     out = tmp_path / "traj.jsonl"
     started = time.monotonic()
     with pytest.raises(SimulatorUnavailable, match=f"127.0.0.1:{port}"):
-        simulate.main(agent_model=tiny_model_dir, hostname="127.0.0.1", port=port,
-                      env_model=tiny_model_dir, num_tasks=1, output_path=str(out), device="cpu")
+        simulate(SimulateOptions(
+            agent_model=tiny_model_dir, hostname="127.0.0.1", port=port, env_model=tiny_model_dir,
+            num_tasks=1, output_path=str(out), device="cpu"))
     assert time.monotonic() - started < 60
     assert not out.exists()

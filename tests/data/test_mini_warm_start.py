@@ -51,12 +51,13 @@ def test_warm_start_data_has_each_style_with_the_graders_view(tiny_model_dir):
 
 
 def test_the_warm_start_stage_restricts_families_and_keeps_its_agent_prompt(tmp_path):
-    from sweet_rl.cli import mini_warm_start
+    from sweet_rl.cli.mini_warm_start import WarmStartOptions, warm_start
     from sweet_rl.prompts import MINI_AGENT_PROMPT
 
     out = tmp_path / "quick"
-    mini_warm_start.main(str(out), num_train_tasks=6, num_test_tasks=3, hidden_size=32,
-                         num_drills=2, families="late_fee", agent_prompt_path="mini")
+    warm_start(WarmStartOptions(output_dir=str(out), num_train_tasks=6, num_test_tasks=3,
+                                hidden_size=32, num_drills=2, families=["late_fee"],
+                                agent_prompt_path="mini"))
     short = open(MINI_AGENT_PROMPT, encoding="utf-8").read()
     assert (out / "agent_prompt.txt").read_text(encoding="utf-8") == short
     for name in ("train_tasks.jsonl", "test_tasks.jsonl"):
@@ -68,7 +69,7 @@ def test_the_warm_start_stage_restricts_families_and_keeps_its_agent_prompt(tmp_
             assert turn.role == "user" or (short.strip() in turn.input and "Only the text" not in
                                            turn.input)
     with pytest.raises(ValueError, match="unknown families"):
-        mini_warm_start.main(str(tmp_path / "bad"), families="late_fee,fees")
+        WarmStartOptions(output_dir=str(tmp_path / "bad"), families=["late_fee", "fees"])
     assert not (tmp_path / "bad").exists()  # refused before any work
 
 

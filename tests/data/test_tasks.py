@@ -58,10 +58,10 @@ def test_hub_path_goes_through_hf_hub_download(tmp_path, monkeypatch):
 
 
 def test_download_data_copies_the_first_rows(tmp_path, sample_tasks_path):
-    from sweet_rl.cli.download_data import main
+    from sweet_rl.stages.download import DownloadOptions, download_data
     from sweet_rl.io import read_jsonl
 
     out = tmp_path / "copy.jsonl"
-    main(sample_tasks_path, str(out), num_rows=2)
+    download_data(DownloadOptions(source=sample_tasks_path, destination=str(out), num_rows=2))
     assert read_jsonl(str(out)) == read_jsonl(sample_tasks_path)[:2]
     assert (tmp_path / "copy.jsonl.config.json").exists()

@@ -1,9 +1,9 @@
 """The commands of the original README (facebookresearch/sweet_rl), paths replaced, run here.
 
 ``deepspeed --module openrlhf.cli.train_dpo`` becomes ``scripts/train_dpo.py`` (same flags).
-Two typos of that README are set aside: ``---train`` (fire strips the extra hyphen, so it
-parses once simulate has --train) and the trailing ``\\`` that glues ``python
-scripts/evaluate_html.py ...`` onto the frontend simulate command (two commands here).
+Two typos of that README: ``---train`` parses (extra leading hyphens are dropped, as fire
+dropped them); the trailing ``\\`` that glues ``python scripts/evaluate_html.py ...`` onto the
+frontend simulate command is set aside (two commands here).
 """
 
 import json
@@ -13,9 +13,9 @@ import sys
 import time
 
 import pytest
-from fire import core, decorators
 
-from sweet_rl.cli.common import check_command_line
+from sweet_rl.flags import parse_command_line
+from tests.cli.test_flags import options_of
 from tests.conftest import REPO_ROOT
 
 TEMPLATE = "<|start_header_id|>assistant<|end_header_id|>"
@@ -111,31 +111,38 @@ TRAIN_DATA = ["--agent_model", "MODEL", "--task_type", "html", "--num_tasks", "1
               "--input_path", "TRAIN", "--env_model", "SIM", "--to_continue"]
 
 
-def _main(name):
-    import importlib
-
-    package = "visualizers" if name.startswith("visualize") else "sweet_rl.cli"
-    return importlib.import_module(f"{package}.{name}").main
-
-
-def _fire_leftover(main, args):
-    """What fire's own matching (``_MakeParseFn``, run without calling ``main``) leaves over."""
-    _, _, remaining, _ = core._MakeParseFn(main, decorators.GetMetadata(main))(list(args))
-    return remaining
+def _options(name):
+    script = {"simulate": "scripts/simulate_interactions.py",
+              "generate_random_pairs": "scripts/generate_random_pairs_from_ranks.py"}.get(
+        name, f"visualizers/{name}.py" if name.startswith("visualize") else f"scripts/{name}.py")
+    return options_of(script)
 
 
 @pytest.mark.parametrize("name,args", README_COMMANDS,
                          ids=[f"{i}-{n}" for i, (n, _) in enumerate(README_COMMANDS)])
 def test_readme_command_parses(name, args):
-    main = _main(name)
-    assert _fire_leftover(main, args) == []
-    assert check_command_line(main, args) == args
+    opts = parse_command_line(_options(name), args).flags(secrets=True)
+    flags = [a.lstrip("-") for a in args if a.startswith("--")]
+    assert all(flag in opts for flag in flags)  # every flag went to its own field
+    if name == "train_dpo":
+        assert opts["bf16"] is True and opts["save_steps"] == -1 and opts["max_len"] in (8192,
+                                                                                          16384)
+        assert opts["use_wandb"] == "WANDB_KEY" and opts["learning_rate"] == 2e-7
+    if name == "sample_best_of_n":
+        assert (opts["input_path"], opts["output_path"], opts["data_fraction"]) == (
+            "DATA", "SAMPLED", 0.1)
+    if name == "generate_random_pairs":
+        assert (opts["input_path"], opts["output_path"], opts["no_prompt"], opts["num_pairs"]) \
+            == ("RANKED", "PAIRS", True, 4)
+    if name == "evaluate_code" and len(args) > 1:
+        assert (opts["saved_path"], opts["k"], opts["ground_truth_preference_path"]) == (
+            "DATA", 3, "GT_PAIRS")
 
 
 def test_frontend_data_command_parses_with_train():
-    main = _main("simulate")
-    assert _fire_leftover(main, TRAIN_DATA) == []
-    assert check_command_line(main, TRAIN_DATA) == TRAIN_DATA
+    opts = parse_command_line(_options("simulate"), TRAIN_DATA)
+    assert opts.train is True and opts.to_continue is True and opts.best_of_n == 6
+    assert (opts.task_type, opts.hostname, opts.env_model) == ("html", "localhost", "SIM")
 
 
 def test_stray_blank_argument_of_the_readme_evaluation_command_is_dropped():
@@ -143,7 +150,9 @@ def test_stray_blank_argument_of_the_readme_evaluation_command_is_dropped():
     # argument " "; fire would give it to the first free positional parameter.
     args = ["--agent_model", "SAVE_PATH", "--hostname", "host", "--input_path", "TEST", " ",
             "--task_type", "code", "--num_tasks", "1000", "--output_path", "EVAL"]
-    assert check_command_line(_main("simulate"), args) == [a for a in args if a != " "]
+    opts = parse_command_line(_options("simulate"), args)
+    assert opts == parse_command_line(_options("simulate"), [a for a in args if a != " "])
+    assert opts.user_prompt_path == "auto"  # the blank filled no positional parameter
 
 
 def _run(script, *args, env=None, timeout=600):
@@ -168,6 +177,7 @@ def _fill(args, values):
     return [values.get(a, a) for a in args]
 
 
+@pytest.mark.slow  # a stage's script end to end in a subprocess
 def test_critic_command_trains_with_the_run_name(tiny_model_dir, tmp_path):
     """The README's critic command on the tiny model, without --use_wandb (wandb logging is
     checked below): --eval_steps gets its notice, --zero_stage 3 without the deepspeed launcher
@@ -260,6 +270,7 @@ def test_viewers_take_one_argument(tmp_path):
     assert "--temp_path not used" in result.stderr and "--train has no effect" in result.stderr
 
 
+@pytest.mark.slow  # a stage's script end to end in a subprocess
 def test_evaluate_html_readme_command_on_original_rows(tmp_path):
     """``evaluate_html.py FILE`` on rows shaped as the original wrote them (answer: the final
     screenshot's path, or "No answer"). ``--clip_pretrained none --device cpu``: no weights
@@ -321,9 +332,8 @@ def test_filter_websites_original_names_without_a_browser(tmp_path):
     )
     assert result.returncode == 2 and "disagree" in result.stderr
     result = _run("scripts/filter_websites.py", "--saved_path", tmp_path / "a.jsonl")
-    assert (
-        result.returncode == 2 and "--output_path (or --filtered_path) is required" in result.stderr
-    )
+    assert result.returncode == 2 and ("missing required argument output_path (give it as "
+                                       "--output_path (or --filtered_path) VALUE") in result.stderr
 
 
 def test_filter_websites_original_names(render_assets, tmp_path):
@@ -343,7 +353,7 @@ def test_filter_websites_original_names(render_assets, tmp_path):
     ]
 
 
-# The original scripts' parameters, in their order (fire fills positional arguments in it).
+# The original scripts' parameters, in their order (arguments without a flag fill them).
 ORIGINAL_ORDER = {
     "simulate": ["hostname", "input_path", "output_path", "user_prompt_path", "agent_prompt_path",
                  "agent_model", "env_model", "batch_size", "num_tasks", "max_steps", "best_of_n",
@@ -361,15 +371,12 @@ ORIGINAL_ORDER = {
 
 @pytest.mark.parametrize("name", sorted(ORIGINAL_ORDER))
 def test_positional_arguments_fill_the_originals_parameters(name):
-    import inspect
-
-    ours = list(inspect.signature(_main(name)).parameters)
-    assert ours[:len(ORIGINAL_ORDER[name])] == ORIGINAL_ORDER[name]
+    assert list(_options(name).POSITIONAL) == ORIGINAL_ORDER[name]
 
 
 def test_rank_needs_a_critic_and_never_falls_back_to_the_tiny_model(tmp_path):
-    from sweet_rl.cli import rank_best_of_n
+    from sweet_rl.stages.rank import RankOptions
 
     with pytest.raises(ValueError, match="--model_id is required"):
-        rank_best_of_n.main(str(tmp_path / "in.jsonl"), str(tmp_path / "out.jsonl"))
+        RankOptions(input_path=str(tmp_path / "in.jsonl"), output_path=str(tmp_path / "out.jsonl"))
     assert not (tmp_path / "out.jsonl").exists()

@@ -15,7 +15,8 @@ import re
 
 import pytest
 
-from sweet_rl.cli import simulate
+from sweet_rl.stages.simulate import simulate
+from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.rendering.pool import DriverPool
 from sweet_rl.rendering.screenshots import screenshot_path
 from tests.conftest import REPO_ROOT
@@ -70,11 +71,11 @@ def run(pool, tmp_path, monkeypatch):
                        for step in human_steps] or [Step()]
         with FakeOpenAIServer([Step(body=completion(text)) for text in agent_replies]) as agent, \
                 FakeOpenAIServer(human_steps) as human:
-            simulate.main(task_type="html", input_path=str(tasks), output_path=str(out),
-                          rollout=rollout, agent_backend="openai", agent_model="fake",
-                          agent_base_url=agent.base_url, hostname=human.base_url,
-                          env_model="fake", screenshot_dir=str(tmp_path / "shots"), num_tasks=1,
-                          **flags)
+            simulate(SimulateOptions(
+                task_type="html", input_path=str(tasks), output_path=str(out), rollout=rollout,
+                agent_backend="openai", agent_model="fake", agent_base_url=agent.base_url,
+                hostname=human.base_url, env_model="fake", screenshot_dir=str(tmp_path / "shots"),
+                num_tasks=1, **flags))
         [row] = [json.loads(line) for line in out.read_text().splitlines()]
         return row, agent.requests, human.requests
 

@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from sweet_rl.cli.evaluate_code import numpy_mean, original_summary
+from sweet_rl.stages.evaluate_code import numpy_mean, original_summary
 
 
 def test_lines_in_the_original_format():

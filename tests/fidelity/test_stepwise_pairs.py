@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-from sweet_rl.cli import generate_random_pairs
+from sweet_rl.stages.pairs import PairsOptions, pairs
 from tests.conftest import REPO_ROOT
 
 EOT = "<|eot_id|>"  # the tiny tokenizer's eos, as Llama-3.1-Instruct's
@@ -68,7 +68,8 @@ EXPECTED_NO_PROMPT = (
 def test_stepwise_pairs_literal_output_seed_42(tmp_path, tiny_model_dir, capsys):
     ranked = _ranked(tmp_path / "ranked.jsonl")
     out = str(tmp_path / "pairs.jsonl")
-    generate_random_pairs.main(ranked, out, num_pairs=2, tokenizer=tiny_model_dir)  # seed 42
+    pairs(PairsOptions(input_path=ranked, output_path=out, num_pairs=2,
+                       tokenizer=tiny_model_dir))  # seed 42
     with open(out, "rb") as handle:
         assert handle.read() == EXPECTED.encode("ascii")
     assert "4 pairs from 3 turns (2 identical-text pairs dropped)" in capsys.readouterr().out
@@ -89,8 +90,9 @@ def test_stepwise_pairs_defaults_are_the_originals(tmp_path, tiny_model_dir):
     """--num_pairs 8 and --seed 42 by default: 3 turns x 8 draws, the 16 P2 ones dropped."""
     ranked = _ranked(tmp_path / "ranked.jsonl")
     default, explicit = str(tmp_path / "d.jsonl"), str(tmp_path / "e.jsonl")
-    generate_random_pairs.main(ranked, default, tokenizer=tiny_model_dir)
-    generate_random_pairs.main(ranked, explicit, num_pairs=8, seed=42, tokenizer=tiny_model_dir)
+    pairs(PairsOptions(input_path=ranked, output_path=default, tokenizer=tiny_model_dir))
+    pairs(PairsOptions(input_path=ranked, output_path=explicit, num_pairs=8, seed=42,
+                       tokenizer=tiny_model_dir))
     with open(default, "rb") as a, open(explicit, "rb") as b:
         lines = a.read()
         assert lines == b.read()

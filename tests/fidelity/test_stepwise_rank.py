@@ -29,7 +29,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from sweet_rl.cli import rank_best_of_n
+from sweet_rl.stages.rank import RankOptions, rank
 
 GROUND_TRUTH = "def f(a, b): return a + b"
 CANDIDATES = ["OUTPUT: ints?", "I WANT TO ANSWER: def f"]
@@ -116,9 +116,9 @@ def test_stepwise_rank_each_mode_scores_its_stated_span(tmp_path, tiny_model_dir
         for use_sum, expected in ((False, expected_mean), (True, expected_sum)):
             for cache in (True, False):
                 out = str(tmp_path / f"{mode}-{use_sum}-{cache}.jsonl")
-                rank_best_of_n.main(model_id=model_dir, input_path=steps, output_path=out,
-                                    score_tokens=mode, use_sum=use_sum, no_prompt_cache=not cache,
-                                    batch_size=1, device="cpu")
+                rank(RankOptions(model_id=model_dir, input_path=steps, output_path=out,
+                                 score_tokens=mode, use_sum=use_sum, no_prompt_cache=not cache,
+                                 batch_size=1, device="cpu"))
                 with open(out, encoding="utf-8") as handle:
                     judged = json.loads(handle.readline())["judge_result"]
                 assert judged == pytest.approx(expected, abs=1e-4), (mode, use_sum, cache)
@@ -131,16 +131,16 @@ def test_stepwise_rank_default_is_original_and_save_steps(tmp_path, tiny_model_d
 
     steps, row = _step_file(tmp_path / "steps.jsonl", load_tokenizer(tiny_model_dir))
     default, explicit = str(tmp_path / "d.jsonl"), str(tmp_path / "e.jsonl")
-    rank_best_of_n.main(model_id=tiny_model_dir, input_path=steps, output_path=default,
-                        device="cpu", save_steps=1)
-    rank_best_of_n.main(model_id=tiny_model_dir, input_path=steps, output_path=explicit,
-                        device="cpu", score_tokens="original")
+    rank(RankOptions(model_id=tiny_model_dir, input_path=steps, output_path=default,
+                     device="cpu", save_steps=1))
+    rank(RankOptions(model_id=tiny_model_dir, input_path=steps, output_path=explicit,
+                     device="cpu", score_tokens="original"))
     with open(default) as a, open(explicit) as b:
         assert json.loads(a.read())["judge_result"] == pytest.approx(
             json.loads(b.read())["judge_result"], abs=1e-6)
     with pytest.raises(ValueError, match="--score_tokens"):
-        rank_best_of_n.main(model_id=tiny_model_dir, input_path=steps,
-                            output_path=str(tmp_path / "x.jsonl"), score_tokens="all")
+        rank(RankOptions(model_id=tiny_model_dir, input_path=steps,
+                         output_path=str(tmp_path / "x.jsonl"), score_tokens="all"))
     assert not (tmp_path / "x.jsonl").exists()
 
 

@@ -18,7 +18,7 @@ import sys
 import pytest
 import torch
 
-from sweet_rl.cli import sample_best_of_n
+from sweet_rl.stages.sample import SampleOptions, sample
 from tests.conftest import REPO_ROOT
 from tests.model_helpers import loud_stop_model, write_offline
 
@@ -48,8 +48,8 @@ def _lines(path):
 
 
 def _sample(offline, out, model, **flags):
-    sample_best_of_n.main(offline, str(out), agent_model=model, best_of_n=N,
-                          max_new_tokens=NEW_TOKENS, seed=SEED, device="cpu", **flags)
+    sample(SampleOptions(input_path=offline, output_path=str(out), agent_model=model, best_of_n=N,
+                         max_new_tokens=NEW_TOKENS, seed=SEED, device="cpu", **flags))
     return _lines(out)
 
 
@@ -130,8 +130,9 @@ def test_stepwise_sample_defaults_to_the_originals_agent_and_says_so(tmp_path, o
 
 def test_stepwise_sample_agent_model_tiny_selects_the_embedded_model(tmp_path, offline):
     out = str(tmp_path / "tiny.jsonl")
-    sample_best_of_n.main(offline, out, agent_model="tiny", best_of_n=2, max_new_tokens=2,
-                          data_fraction=0.5, device="cpu")
+    sample(SampleOptions(input_path=offline, output_path=out, agent_model="tiny", best_of_n=2,
+                         max_new_tokens=2,
+                         data_fraction=0.5, device="cpu"))
     assert [len(r["additional_outputs"]) for r in _lines(out)] == [2, 2]
     with open(out + ".config.json", encoding="utf-8") as handle:
         assert json.load(handle)["stages"]["sample_best_of_n"]["agent_model"] == "tiny"

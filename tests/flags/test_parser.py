@@ -114,7 +114,8 @@ INVALID = [
     (["a", "b", "3", "true", "e"], "unexpected argument 'e': arguments without a flag fill "
      "input_path, output_path, k, bf16 in that order"),
     (["--k", "2", "a", "b", "false", "x"], "unexpected argument 'x'"),
-    ([], "missing required argument input_path (give it as --input_path VALUE or by position)"),
+    ([], "missing required argument input_path (give it as --input_path (or --saved_path) VALUE "
+     "or by position)"),
     (["in", "--k"], "flag --k needs a value (--k VALUE or --k=VALUE)"),
     (["in", "--k", "--bf16"], "flag --k needs a value"),
     (["in", "--k", "many"], "--k must be an integer, got 'many'"),

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from sweet_rl.factory import build_simulator
+from sweet_rl.stages.simulate_options import SimulatorOptions
 from sweet_rl.openai_compat import EndpointUnavailable
 from sweet_rl.simulators.base import SimulatorReply
 from sweet_rl.simulators.multi_host import MultiHostSimulator, parse_hosts
@@ -247,8 +248,10 @@ def test_a_request_that_gets_5xx_everywhere_only_ends_its_dialogue():
 
 def test_factory_builds_one_or_several_servers_and_every_simulator_takes_keys():
     with FakeOpenAIServer([Step(200)]) as a, FakeOpenAIServer([Step(200)]) as b:
-        single = build_simulator(a.base_url, 8000, "fake", max_tokens=5)
-        several = build_simulator((a.base_url, b.base_url), 8000, "fake", max_tokens=5)
+        single = build_simulator(SimulatorOptions(hostname=a.base_url, env_model="fake",
+                                                  simulator_max_tokens=5))
+        several = build_simulator(SimulatorOptions(hostname=f"{a.base_url},{b.base_url}",
+                                                   env_model="fake", simulator_max_tokens=5))
         assert isinstance(single, OpenAISimulator) and single.base_url == a.base_url
         assert isinstance(several, MultiHostSimulator)
         assert several.base_urls == [a.base_url, b.base_url] and several.max_tokens == 5
@@ -256,5 +259,5 @@ def test_factory_builds_one_or_several_servers_and_every_simulator_takes_keys():
         single.close()
         several.close()
     with pytest.raises(ValueError, match="--env_model is required"):
-        build_simulator("node1,node2", 8000, None)
+        build_simulator(SimulatorOptions(hostname="node1,node2"))
     assert len(ScriptedSimulator().reply_batch(turn([0], 0), keys=[0])) == 1

@@ -91,12 +91,14 @@ def test_replies_are_deterministic_and_never_code():
 
 def test_the_factory_selects_it_by_name():
     from sweet_rl.factory import build_simulator
+    from sweet_rl.stages.simulate_options import SimulatorOptions
 
-    assert isinstance(build_simulator(None, 8000, "scripted"), ScriptedSimulator)
+    scripted = SimulatorOptions(env_model="scripted")
+    assert isinstance(build_simulator(scripted), ScriptedSimulator)
     with pytest.raises(ValueError, match="--env_model scripted"):
-        build_simulator("localhost", 8000, "scripted")
+        build_simulator(SimulatorOptions(hostname="localhost", env_model="scripted"))
     with pytest.raises(ValueError, match="--task_type code"):
-        build_simulator(None, 8000, "scripted", task_type="html")
+        build_simulator(scripted, task_type="html")
 
 
 def test_simulate_script_with_the_tiny_agent_and_the_scripted_human(tmp_path, repo_root):

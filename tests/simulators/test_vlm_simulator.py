@@ -11,6 +11,7 @@ import pytest
 
 from sweet_rl.rendering import assets as page_assets
 from sweet_rl.factory import build_simulator
+from sweet_rl.stages.simulate_options import SimulatorOptions
 from sweet_rl.simulators.images import decode_data_url, image_part, png_data_url, text_part
 from sweet_rl.simulators.local_vlm_simulator import LocalVLMSimulator, split_images
 from sweet_rl.simulators.openai_simulator import OpenAISimulator
@@ -117,7 +118,8 @@ def test_a_conversation_beyond_the_context_is_rejected_not_truncated(simulator):
 
 
 def test_factory_picks_the_vlm_for_html_without_hostname(tiny_vlm):
-    sim = build_simulator(None, 8000, tiny_vlm, max_tokens=4, device="cpu", task_type="html")
+    sim = build_simulator(SimulatorOptions(env_model=tiny_vlm, simulator_max_tokens=4,
+                                           device="cpu"), task_type="html")
     try:
         assert isinstance(sim, LocalVLMSimulator)
     finally:
@@ -127,7 +129,9 @@ def test_factory_picks_the_vlm_for_html_without_hostname(tiny_vlm):
 def test_http_simulator_sends_the_parts_unchanged():
     messages = conversation(PAGE)
     with FakeOpenAIServer([], models=("Qwen/Qwen2-VL-72B-Instruct",)) as server:
-        sim = build_simulator(server.base_url, 0, "Qwen/Qwen2-VL-72B-Instruct", task_type="html")
+        sim = build_simulator(SimulatorOptions(hostname=server.base_url, port=0,
+                                               env_model="Qwen/Qwen2-VL-72B-Instruct"),
+                              task_type="html")
         assert isinstance(sim, OpenAISimulator)
         [reply] = sim.reply_batch([messages])
         sim.close()

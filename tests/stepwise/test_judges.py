@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from sweet_rl.cli import rank_best_of_n
+from sweet_rl.stages.rank import RankOptions, rank
 from sweet_rl.factory import build_judge
+from sweet_rl.stages.groups import JudgeOptions
 from sweet_rl.io import read_jsonl
 from sweet_rl.records import StepSample
 from sweet_rl.stepwise.judges import (HeadJudge, PairwiseJudge, RandomJudge, history_text,
@@ -98,9 +99,9 @@ def test_rank_with_the_in_process_judge_and_with_random(tmp_path, tiny_model_dir
     steps = _steps(tmp_path)
     for critic_type in ("judge", "random"):
         out = tmp_path / f"ranked_{critic_type}.jsonl"
-        rank_best_of_n.main(input_path=str(steps), output_path=str(out),
-                            model_id=tiny_model_dir if critic_type == "judge" else None,
-                            critic_type=critic_type)
+        rank(RankOptions(input_path=str(steps), output_path=str(out),
+                         model_id=tiny_model_dir if critic_type == "judge" else None,
+                         critic_type=critic_type))
         [row] = read_jsonl(str(out))
         assert len(row["judge_result"]) == 3
         if critic_type == "judge":  # shares of 2(n-1) comparisons: they add up to n / 2
@@ -108,14 +109,15 @@ def test_rank_with_the_in_process_judge_and_with_random(tmp_path, tiny_model_dir
         sidecar = json.loads((tmp_path / f"ranked_{critic_type}.jsonl.config.json").read_text())
         assert sidecar["stages"]["rank_best_of_n"]["critic_type"] == critic_type
     with pytest.raises(ValueError, match="--critic_type must be one of"):
-        rank_best_of_n.main(input_path=str(steps), output_path=str(tmp_path / "x.jsonl"),
-                            model_id=tiny_model_dir, critic_type="oracle")
+        rank(RankOptions(input_path=str(steps), output_path=str(tmp_path / "x.jsonl"),
+                         model_id=tiny_model_dir, critic_type="oracle"))
 
 
 def test_the_judge_over_an_openai_compatible_server(tmp_path):
     # a judge that always answers "A": each candidate wins exactly its turns as A
     with FakeOpenAIServer([Step(body=completion("A"))]) as server:
-        judge = build_judge("judge", "served-judge", judge_base_url=server.base_url)
+        judge = build_judge(JudgeOptions(critic_type="judge", model_id="served-judge",
+                                         judge_base_url=server.base_url))
         scores = judge.judge([_sample(["ask", "answer"])])[0]
         bodies = server.requests
     assert scores == [0.5, 0.5] and len(bodies) == 2
@@ -150,8 +152,8 @@ def test_rank_with_a_regression_head_writes_its_scores(tmp_path, tiny_model_dir)
 
     critic = _hand_set_critic(tiny_model_dir, tmp_path / "critic", "regression")
     steps, out = _steps(tmp_path), tmp_path / "ranked.jsonl"
-    rank_best_of_n.main(input_path=str(steps), output_path=str(out), model_id=critic,
-                        critic_type="regression")
+    rank(RankOptions(input_path=str(steps), output_path=str(out), model_id=critic,
+                     critic_type="regression"))
     [row] = read_jsonl(str(out))
     sample = StepSample.from_dict(json.loads(steps.read_text()))
     direct = load_scalar_critic(critic).score(
@@ -162,5 +164,5 @@ def test_rank_with_a_regression_head_writes_its_scores(tmp_path, tiny_model_dir)
     assert sorted(range(3), key=lambda k: -row["judge_result"][k]) == order
     assert len(set(round(v, 6) for v in direct)) == 3  # no ties: the order is meaningful
     with pytest.raises(ValueError, match="holds a regression head, not value"):
-        rank_best_of_n.main(input_path=str(steps), output_path=str(tmp_path / "v.jsonl"),
-                            model_id=critic, critic_type="value")
+        rank(RankOptions(input_path=str(steps), output_path=str(tmp_path / "v.jsonl"),
+                         model_id=critic, critic_type="value"))

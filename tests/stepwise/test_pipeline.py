@@ -8,7 +8,9 @@ import sys
 import pytest
 import torch
 
-from sweet_rl.cli import generate_random_pairs, rank_best_of_n, sample_best_of_n
+from sweet_rl.stages.pairs import PairsOptions, pairs
+from sweet_rl.stages.rank import RankOptions, rank
+from sweet_rl.stages.sample import SampleOptions, sample
 from sweet_rl.records import RecordError
 from tests.conftest import REPO_ROOT
 
@@ -52,15 +54,15 @@ def offline(tmp_path_factory, tokenizer):
 @pytest.fixture(scope="module")
 def sampled(tmp_path_factory, tiny_model_dir, offline):
     out = str(tmp_path_factory.mktemp("sampled") / "sampled.jsonl")
-    sample_best_of_n.main(offline, out, agent_model=tiny_model_dir, **SAMPLE)
+    sample(SampleOptions(input_path=offline, output_path=out, agent_model=tiny_model_dir, **SAMPLE))
     return out
 
 
 @pytest.fixture(scope="module")
 def ranked(tmp_path_factory, tiny_model_dir, sampled):
     out = str(tmp_path_factory.mktemp("ranked") / "ranked.jsonl")
-    rank_best_of_n.main(model_id=tiny_model_dir, input_path=sampled, output_path=out,
-                        batch_size=3, device="cpu")
+    rank(RankOptions(model_id=tiny_model_dir, input_path=sampled, output_path=out,
+                     batch_size=3, device="cpu"))
     return out
 
 
@@ -147,14 +149,14 @@ def test_rank_matches_direct_computation_and_no_cache(ranked, sampled, tiny_mode
         assert record["judge_result"] == pytest.approx(expected, abs=1e-4)
 
     plain = str(tmp_path / "no_cache.jsonl")
-    rank_best_of_n.main(model_id=tiny_model_dir, input_path=sampled, output_path=plain,
-                        batch_size=2, no_prompt_cache=True, device="cpu")
+    rank(RankOptions(model_id=tiny_model_dir, input_path=sampled, output_path=plain,
+                     batch_size=2, no_prompt_cache=True, device="cpu"))
     for a, b in zip(records, _lines(plain)):
         assert a["judge_result"] == pytest.approx(b["judge_result"], abs=1e-4)
 
     flags = str(tmp_path / "sum_no_gt.jsonl")
-    rank_best_of_n.main(model_id=tiny_model_dir, input_path=sampled, output_path=flags,
-                        use_sum=True, no_use_ground_truth=True, device="cpu")
+    rank(RankOptions(model_id=tiny_model_dir, input_path=sampled, output_path=flags,
+                     use_sum=True, no_use_ground_truth=True, device="cpu"))
     first = _lines(flags)[0]
     direct = [
         _direct_whole(model, tokenizer, first["input"] + o) for o in first["additional_outputs"]
@@ -171,8 +173,8 @@ def test_rank_reads_n_from_each_record(tmp_path, tiny_model_dir, sampled):
                 "additional_reference_logprobs_sum"):
         rows[1][key] = rows[1][key][:2]  # this turn has only 2 candidates
     out = str(tmp_path / "r.jsonl")
-    rank_best_of_n.main(model_id=tiny_model_dir, input_path=_write(tmp_path / "s.jsonl", rows),
-                        output_path=out, device="cpu")
+    rank(RankOptions(model_id=tiny_model_dir, input_path=_write(tmp_path / "s.jsonl", rows),
+                     output_path=out, device="cpu"))
     assert [len(r["judge_result"]) for r in _lines(out)] == [N, 2]
 
 
@@ -184,7 +186,8 @@ def test_pairs_load_in_training(ranked, tmp_path, tiny_model_dir, tokenizer, cap
     eos = tokenizer.eos_token
     assert eos == "<|eot_id|>"
     split = str(tmp_path / "pairs.jsonl")
-    generate_random_pairs.main(ranked, split, num_pairs=4, seed=1, tokenizer=tiny_model_dir)
+    pairs(PairsOptions(input_path=ranked, output_path=split, num_pairs=4, seed=1,
+                       tokenizer=tiny_model_dir))
     assert "generate_random_pairs:" in capsys.readouterr().out
     rows = _lines(split)
     assert 0 < len(rows) <= 4 * len(records)
@@ -196,12 +199,13 @@ def test_pairs_load_in_training(ranked, tmp_path, tiny_model_dir, tokenizer, cap
         assert any(chosen in _halves(r)[0] and rejected in _halves(r)[1]
                    for r in records if r["input"] == row["prompt"])
     again = str(tmp_path / "again.jsonl")
-    generate_random_pairs.main(ranked, again, num_pairs=4, seed=1, tokenizer=tiny_model_dir)
+    pairs(PairsOptions(input_path=ranked, output_path=again, num_pairs=4, seed=1,
+                       tokenizer=tiny_model_dir))
     assert _lines(again) == rows  # seeded
 
     whole = str(tmp_path / "whole.jsonl")
-    generate_random_pairs.main(ranked, whole, num_pairs=4, no_prompt=True, seed=1,
-                               tokenizer=tiny_model_dir)
+    pairs(PairsOptions(input_path=ranked, output_path=whole, num_pairs=4, no_prompt=True, seed=1,
+                       tokenizer=tiny_model_dir))
     whole_rows = _lines(whole)
     assert all(set(r) == {"chosen", "rejected"} and r["chosen"].startswith("<|begin_of_text|>")
                and r["chosen"].endswith(eos) for r in whole_rows)
@@ -215,7 +219,7 @@ def test_pairs_load_in_training(ranked, tmp_path, tiny_model_dir, tokenizer, cap
         assert all(e["chosen"].input_ids[-1] == tokenizer.eos_token_id for e in examples)
 
     sft = str(tmp_path / "sft.jsonl")
-    generate_random_pairs.main(ranked, sft, get_sft=True, tokenizer=tiny_model_dir)
+    pairs(PairsOptions(input_path=ranked, output_path=sft, get_sft=True, tokenizer=tiny_model_dir))
     sft_rows = _lines(sft)
     assert len(sft_rows) == len(records)
     for row, record in zip(sft_rows, records):
@@ -234,13 +238,16 @@ def _halves(record):
 
 
 def test_train_dpo_runs_on_pairs(ranked, tmp_path, tiny_model_dir):
-    from sweet_rl.cli.train_dpo import main as train_dpo
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
 
-    pairs = str(tmp_path / "pairs.jsonl")
-    generate_random_pairs.main(ranked, pairs, num_pairs=1, no_prompt=True, tokenizer=tiny_model_dir)
-    train_dpo(pretrain=tiny_model_dir, dataset=pairs, save_path=str(tmp_path / "agent"),
-              learning_rate=1e-4, train_batch_size=2, micro_train_batch_size=1, max_len=512,
-              max_epochs=1, nll_loss_coef=0.01, lr_warmup_ratio=0.0, save_steps=-1)
+    agent_pairs = str(tmp_path / "pairs.jsonl")
+    pairs(PairsOptions(input_path=ranked, output_path=agent_pairs, num_pairs=1, no_prompt=True,
+                       tokenizer=tiny_model_dir))
+    train_dpo(PreferenceOptions(
+        pretrain=tiny_model_dir, dataset=agent_pairs, save_path=str(tmp_path / "agent"),
+        learning_rate=1e-4, train_batch_size=2, micro_train_batch_size=1, max_len=512, max_epochs=1,
+        nll_loss_coef=0.01, lr_warmup_ratio=0.0, save_steps=-1))
     assert os.path.exists(tmp_path / "agent" / "metrics.jsonl")
 
 
@@ -256,8 +263,10 @@ def test_sample_resume_gives_each_record_once(tmp_path, tiny_model_dir, offline,
     full = _lines(sampled)
     out = _torn(tmp_path / "s.jsonl", full, 3)
     with pytest.raises(FileExistsError):
-        sample_best_of_n.main(offline, out, agent_model=tiny_model_dir, **SAMPLE)
-    sample_best_of_n.main(offline, out, agent_model=tiny_model_dir, to_continue=True, **SAMPLE)
+        sample(SampleOptions(input_path=offline, output_path=out, agent_model=tiny_model_dir,
+                             **SAMPLE))
+    sample(SampleOptions(input_path=offline, output_path=out, agent_model=tiny_model_dir,
+                         to_continue=True, **SAMPLE))
     resumed = _lines(out)
     assert [r["input"] + r["older_output"] for r in resumed] == [
         r["input"] + r["older_output"] for r in full
@@ -268,15 +277,16 @@ def test_sample_resume_gives_each_record_once(tmp_path, tiny_model_dir, offline,
             b["additional_reference_logprobs"], abs=1e-5
         )
     # a complete file resumes to itself without loading a model
-    sample_best_of_n.main(offline, out, agent_model="/nonexistent", to_continue=True, **SAMPLE)
+    sample(SampleOptions(input_path=offline, output_path=out, agent_model="/nonexistent",
+                         to_continue=True, **SAMPLE))
     assert len(_lines(out)) == len(full)
 
 
 def test_rank_resume_and_mismatch(tmp_path, tiny_model_dir, sampled, ranked):
     full = _lines(ranked)
     out = _torn(tmp_path / "r.jsonl", full, 2)
-    rank_best_of_n.main(model_id=tiny_model_dir, input_path=sampled, output_path=out,
-                        to_continue=True, device="cpu")
+    rank(RankOptions(model_id=tiny_model_dir, input_path=sampled, output_path=out,
+                     to_continue=True, device="cpu"))
     resumed = _lines(out)
     assert len(resumed) == len(full)
     for a, b in zip(resumed, full):
@@ -287,8 +297,8 @@ def test_rank_resume_and_mismatch(tmp_path, tiny_model_dir, sampled, ranked):
     other[0]["additional_outputs"][0] += "!"
     before = open(out, encoding="utf-8").read()
     with pytest.raises(RecordError, match="line 1"):
-        rank_best_of_n.main(model_id=tiny_model_dir, input_path=_write(tmp_path / "o.jsonl", other),
-                            output_path=out, to_continue=True)
+        rank(RankOptions(model_id=tiny_model_dir, input_path=_write(tmp_path / "o.jsonl", other),
+                         output_path=out, to_continue=True))
     assert open(out, encoding="utf-8").read() == before
 
 
@@ -298,7 +308,8 @@ def test_bad_input_names_file_line_field(tmp_path, offline, sampled, ranked, tin
     bad = _write(tmp_path / "bad.jsonl", rows)
     out = tmp_path / "out.jsonl"
     with pytest.raises(RecordError) as err:
-        sample_best_of_n.main(bad, str(out), agent_model=tiny_model_dir, **SAMPLE)
+        sample(SampleOptions(input_path=bad, output_path=str(out), agent_model=tiny_model_dir,
+                             **SAMPLE))
     assert (err.value.path, err.value.line, err.value.field) == (bad, 2, "reward")
     assert not out.exists()
 
@@ -308,13 +319,13 @@ def test_bad_input_names_file_line_field(tmp_path, offline, sampled, ranked, tin
     bad_steps = _write(tmp_path / "bad_steps.jsonl", steps)
     out.write_text("keep me\n")
     with pytest.raises(RecordError) as err:
-        rank_best_of_n.main(model_id=tiny_model_dir, input_path=bad_steps, output_path=str(out),
-                            overwrite=True)
+        rank(RankOptions(model_id=tiny_model_dir, input_path=bad_steps, output_path=str(out),
+                         overwrite=True))
     assert (err.value.line, err.value.field) == (2, "additional_outputs[0]")
     assert out.read_text() == "keep me\n"
 
     with pytest.raises(RecordError) as err:
-        generate_random_pairs.main(sampled, str(out), tokenizer=tiny_model_dir)
+        pairs(PairsOptions(input_path=sampled, output_path=str(out), tokenizer=tiny_model_dir))
     assert (err.value.path, err.value.line, err.value.field) == (sampled, 1, "judge_result")
     assert out.read_text() == "keep me\n"
 

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from sweet_rl.cli import rank_best_of_n, sample_best_of_n
+from sweet_rl.stages.rank import RankOptions, rank
+from sweet_rl.stages.sample import SampleOptions, sample
 from sweet_rl.sharding import merge_shards
 
 SHARDS = 3
@@ -57,11 +58,13 @@ def runs(tmp_path_factory, tiny_model_dir, offline):
     """The single sample run, its 3 shards, and the shards merged."""
     folder = tmp_path_factory.mktemp("sample")
     single = str(folder / "single.jsonl")
-    sample_best_of_n.main(offline, single, agent_model=tiny_model_dir, **SAMPLE)
+    sample(SampleOptions(input_path=offline, output_path=single, agent_model=tiny_model_dir,
+                         **SAMPLE))
     shards = [str(folder / f"shard{i}.jsonl") for i in range(SHARDS)]
     for index, path in enumerate(shards):
-        sample_best_of_n.main(offline, path, agent_model=tiny_model_dir, num_shards=SHARDS,
-                              shard_index=index, **SAMPLE)
+        sample(SampleOptions(input_path=offline, output_path=path, agent_model=tiny_model_dir,
+                             num_shards=SHARDS,
+                             shard_index=index, **SAMPLE))
     merged = str(folder / "merged.jsonl")
     merge_shards(shards, merged)
     return single, shards, merged
@@ -86,8 +89,9 @@ def test_a_killed_shard_resumes_to_the_same_file(runs, tiny_model_dir, offline, 
     whole = _bytes(shards[1])
     path = tmp_path / "shard1.jsonl"
     path.write_bytes(whole.splitlines(keepends=True)[0] + b'{"input": "torn')
-    sample_best_of_n.main(offline, str(path), agent_model=tiny_model_dir, num_shards=SHARDS,
-                          shard_index=1, to_continue=True, **SAMPLE)
+    sample(SampleOptions(input_path=offline, output_path=str(path), agent_model=tiny_model_dir,
+                         num_shards=SHARDS,
+                         shard_index=1, to_continue=True, **SAMPLE))
     assert path.read_bytes() == whole
 
 
@@ -96,10 +100,10 @@ def test_rank_shards_merge_into_the_single_runs_file(runs, tiny_model_dir, tmp_p
     flags = dict(model_id=tiny_model_dir, input_path=sampled, batch_size=3, chunk_size=2,
                  device="cpu")
     single = str(tmp_path / "ranked.jsonl")
-    rank_best_of_n.main(output_path=single, **flags)
+    rank(RankOptions(output_path=single, **flags))
     shards = [str(tmp_path / f"ranked{i}.jsonl") for i in range(SHARDS)]
     for index, path in enumerate(shards):
-        rank_best_of_n.main(output_path=path, num_shards=SHARDS, shard_index=index, **flags)
+        rank(RankOptions(output_path=path, num_shards=SHARDS, shard_index=index, **flags))
     assert "(shard 2 of 3: records 6..8 of 8)" in capsys.readouterr().out
     merged = str(tmp_path / "merged.jsonl")
     merge_shards(shards, merged)
@@ -112,9 +116,10 @@ def test_rank_shards_merge_into_the_single_runs_file(runs, tiny_model_dir, tmp_p
 def test_bad_shard_flags_stop_the_stage_before_it_writes(tmp_path, offline, tiny_model_dir):
     out = tmp_path / "out.jsonl"
     with pytest.raises(ValueError, match="--shard_index must be"):
-        sample_best_of_n.main(offline, str(out), agent_model=tiny_model_dir, num_shards=2,
-                              shard_index=2, **SAMPLE)
+        sample(SampleOptions(input_path=offline, output_path=str(out), agent_model=tiny_model_dir,
+                             num_shards=2,
+                             shard_index=2, **SAMPLE))
     with pytest.raises(ValueError, match="--num_shards must be"):
-        rank_best_of_n.main(model_id=tiny_model_dir, input_path=offline, output_path=str(out),
-                            num_shards=0)
+        rank(RankOptions(model_id=tiny_model_dir, input_path=offline, output_path=str(out),
+                         num_shards=0))
     assert not out.exists()

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from sweet_rl.cli import rank_best_of_n
+from sweet_rl.stages.rank import RankOptions, rank
 from sweet_rl.factory import build_judge
+from sweet_rl.stages.groups import JudgeOptions
 from sweet_rl.io import read_jsonl
 from sweet_rl.records import StepSample
 from tests.training.helpers import BAD, GOOD, QUESTIONS, TEMPLATE, dialogue
@@ -24,15 +25,17 @@ def page(task: int) -> str:
 def critic_dir(tmp_path_factory):
     """A VLM critic trained (train_dpo.py --critic_head vlm_regression) on four tasks whose
     answer is always chosen over the refusal, each task shown by its own reference picture."""
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
     from sweet_rl.tiny_vlm import build_tiny_vlm
 
     folder = tmp_path_factory.mktemp("vlm_critic")
     model = build_tiny_vlm(str(folder / "tiny-qwen2-vl"), seed=0)
     save_path = str(folder / "critic")
-    main(pretrain=model, dataset=vlm_pairs(folder / "data"), save_path=save_path,
-         critic_head="vlm_regression", max_epochs=3, learning_rate=1e-3, train_batch_size=2,
-         micro_train_batch_size=1, max_len=256, lr_warmup_ratio=0.0, seed=0, eval_holdout=0)
+    train_dpo(PreferenceOptions(
+        pretrain=model, dataset=vlm_pairs(folder / "data"), save_path=save_path,
+        critic_head="vlm_regression", max_epochs=3, learning_rate=1e-3, train_batch_size=2,
+        micro_train_batch_size=1, max_len=256, lr_warmup_ratio=0.0, seed=0, eval_holdout=0))
     return {"path": save_path, "pictures": folder / "data"}
 
 
@@ -75,9 +78,9 @@ def test_rank_scores_each_turn_with_its_tasks_reference_picture(critic_dir, eval
     candidates = [BAD, GOOD, BAD]
     steps = write(tmp_path / "sampled.jsonl", [step(0, candidates), step(1, candidates)])
     out = tmp_path / "ranked.jsonl"
-    rank_best_of_n.main(input_path=steps, output_path=str(out), model_id=critic_dir["path"],
-                        critic_type="vlm_regression", device="cpu", batch_size=4,
-                        screenshots_from=evaluated)
+    rank(RankOptions(input_path=steps, output_path=str(out), model_id=critic_dir["path"],
+                     critic_type="vlm_regression", device="cpu", batch_size=4,
+                     screenshots_from=evaluated))
     ranked = read_jsonl(str(out))
     for record in ranked:
         bad, good, bad_again = record["judge_result"]
@@ -100,20 +103,22 @@ def test_a_turn_without_a_reference_picture_is_an_error(critic_dir, evaluated, t
                                                         ):
     steps = write(tmp_path / "sampled.jsonl", [step(0, [GOOD]), step(3, [GOOD])])
     with pytest.raises(ValueError, match=r"pass --screenshots_from"):
-        rank_best_of_n.main(input_path=steps, output_path=str(tmp_path / "a.jsonl"),
-                            model_id=critic_dir["path"], critic_type="vlm_regression")
+        rank(RankOptions(input_path=steps, output_path=str(tmp_path / "a.jsonl"),
+                         model_id=critic_dir["path"], critic_type="vlm_regression"))
     # task 3's page is not in the evaluated file
     with pytest.raises(ValueError, match="no reference screenshot for the step record whose "
                                          "ground_truth begins '<html><body>page 3"):
-        rank_best_of_n.main(input_path=steps, output_path=str(tmp_path / "b.jsonl"),
-                            model_id=critic_dir["path"], critic_type="vlm_regression",
-                            screenshots_from=evaluated)
+        rank(RankOptions(input_path=steps, output_path=str(tmp_path / "b.jsonl"),
+                         model_id=critic_dir["path"], critic_type="vlm_regression",
+                         screenshots_from=evaluated))
     with pytest.raises(ValueError, match="--no_use_ground_truth does not apply"):
-        build_judge("vlm_regression", critic_dir["path"], use_ground_truth=False)
+        build_judge(JudgeOptions(critic_type="vlm_regression", model_id=critic_dir["path"],
+                                 no_use_ground_truth=True))
     # a screenshot named in the file but gone from the disk
     gone = tmp_path / "gone.jsonl"
     gone.write_text(json.dumps({"task": {"ground_truth": page(0)},
                                 "reference_screenshot": "nowhere.png"}) + "\n")
-    judge = build_judge("vlm_regression", critic_dir["path"], screenshots_from=str(gone))
+    judge = build_judge(JudgeOptions(critic_type="vlm_regression", model_id=critic_dir["path"]),
+                        screenshots_from=str(gone))
     with pytest.raises(ValueError, match="nowhere.png .* not found"):
         judge.judge([StepSample.from_dict(step(0, [GOOD]))])

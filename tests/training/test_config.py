@@ -1,4 +1,5 @@
-"""Config files, precedence, DeepSpeed configs and gradient accumulation."""
+"""DeepSpeed configs, the original's logging flags, the held-out share and gradient
+accumulation (config files and precedence: tests/training/test_options.py)."""
 
 import dataclasses
 import json
@@ -11,39 +12,6 @@ from sweet_rl.training.options import PreferenceOptions, SFTOptions
 from tests.conftest import REPO_ROOT
 
 CONFIGS = REPO_ROOT / "configs"
-
-
-def test_flags_override_config_file_which_overrides_defaults():
-    options = cfg.resolve_options({"learning_rate": 1e-3, "beta": None, "bf16": False},
-                                  str(CONFIGS / "critic_backend.json"), cfg.DPO_DEFAULTS)
-    assert options["learning_rate"] == 1e-3  # flag
-    assert options["bf16"] is False  # an explicit False still overrides the file's true
-    assert options["beta"] == 0.1 and options["max_epochs"] == 4 and options["max_len"] == 8192
-    assert options["response_template"] == "<|start_header_id|>assistant<|end_header_id|>"
-    assert options["chosen_key"] == "chosen"  # default
-
-
-@pytest.mark.parametrize("name,defaults", [
-    ("critic_backend", cfg.DPO_DEFAULTS), ("critic_frontend", cfg.DPO_DEFAULTS),
-    ("agent_dpo_backend", cfg.DPO_DEFAULTS), ("multiturn_dpo_backend", cfg.DPO_DEFAULTS),
-    ("rft_backend", cfg.SFT_DEFAULTS)])
-def test_stage_configs_hold_the_paper_values(name, defaults):
-    values = cfg.load_config_file(str(CONFIGS / f"{name}.json"), defaults)
-    assert values["learning_rate"] == 2e-7 and values["zero_stage"] == 3 and values["bf16"] is True
-    assert (values["train_batch_size"], values["micro_train_batch_size"]) == (8, 1)
-    expected = {"critic_backend": (4, 8192), "critic_frontend": (8, 8192),
-                "agent_dpo_backend": (1, 16384)}.get(name)
-    if expected:
-        assert (values["max_epochs"], values["max_len"]) == expected
-    if name == "agent_dpo_backend":
-        assert values["nll_loss_coef"] == 0.01 and values["beta"] == 0.1
-
-
-def test_unknown_config_key_is_an_error(tmp_path):
-    path = tmp_path / "typo.json"
-    path.write_text(json.dumps({"learning_rat": 1.0, "_comment": "ignored"}))
-    with pytest.raises(ValueError, match="learning_rat"):
-        cfg.load_config_file(str(path), cfg.DPO_DEFAULTS)
 
 
 @pytest.mark.parametrize("stage", [2, 3])
@@ -132,7 +100,7 @@ def test_original_logging_flags(monkeypatch, caplog):
     assert [r.getMessage() for r in caplog.records].count(
         "--eval_steps ignored: the held-out share of --dataset (--eval_holdout, the original's "
         "first 3%) is kept out of training but not evaluated here") == 1
-    assert options.report_to == "none" and options.use_wandb is None
+    assert options.report_to == ["none"] and options.use_wandb is None
 
     real_find_spec = importlib.util.find_spec
     if real_find_spec("wandb") is None:
@@ -150,7 +118,7 @@ def test_original_logging_flags(monkeypatch, caplog):
         and os.environ["WANDB_PROJECT"] == "openrlhf_train_dpo"
     )
     monkeypatch.setenv("WANDB_API_KEY", "already-logged-in")  # a key already there wins
-    options = cfg.apply_original_flags(SFTOptions(use_wandb="other", report_to="tensorboard"),
+    options = cfg.apply_original_flags(SFTOptions(use_wandb="other", report_to=["tensorboard"]),
                                        "train_sft")
     assert options.report_to == ["tensorboard", "wandb"]
     assert os.environ["WANDB_API_KEY"] == "already-logged-in"
@@ -161,7 +129,7 @@ def test_original_logging_flags(monkeypatch, caplog):
 
 def test_holdout_keeps_the_first_three_percent_out_as_the_original_fork():
     # openrlhf's blending_datasets: eval = first int(len * 0.03) rows, train = the rest.
-    trained, held = cfg.split_holdout(list(range(100)), cfg.DPO_DEFAULTS["eval_holdout"])
+    trained, held = cfg.split_holdout(list(range(100)), PreferenceOptions().eval_holdout)
     assert held == [0, 1, 2] and trained == list(range(3, 100))
     assert cfg.split_holdout(list(range(33)), 0.03) == (list(range(33)), [])  # int(0.99) = 0
     assert cfg.split_holdout([1, 2], 0.0) == ([1, 2], [])

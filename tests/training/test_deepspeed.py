@@ -97,7 +97,8 @@ needs_cpu_ops = pytest.mark.skipif(
 
 @needs_cpu_ops
 def test_zero3_on_cpu_matches_single_process_training(tiny_model_dir, tmp_path, shared_memory_op):
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
 
     pairs = single_turn_pairs(tmp_path / "pairs.jsonl")
     flags = ["--pretrain", tiny_model_dir, "--dataset", pairs, "--learning_rate", "1e-3",
@@ -118,9 +119,10 @@ def test_zero3_on_cpu_matches_single_process_training(tiny_model_dir, tmp_path, 
 
     # the same run without DeepSpeed, in this process
     plain_path = str(tmp_path / "plain")
-    main(pretrain=tiny_model_dir, dataset=pairs, save_path=plain_path, learning_rate=1e-3,
-         max_epochs=3, train_batch_size=2, micro_train_batch_size=1, max_len=256,
-         lr_warmup_ratio=0.0, seed=0)
+    train_dpo(PreferenceOptions(
+        pretrain=tiny_model_dir, dataset=pairs, save_path=plain_path, learning_rate=1e-3,
+        max_epochs=3, train_batch_size=2, micro_train_batch_size=1, max_len=256,
+        lr_warmup_ratio=0.0, seed=0))
 
     initial, zero3, plain = weights(tiny_model_dir), weights(ds_path), weights(plain_path)
     assert zero3.keys() == initial.keys()
@@ -142,7 +144,8 @@ def test_zero3_regression_head_saves_gathered_and_loads(tiny_model_dir, tmp_path
                                                         shared_memory_op):
     from safetensors import safe_open
 
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
     from sweet_rl.training.heads import load_scalar_critic
 
     pairs = critic_pairs(tmp_path / "pairs.jsonl")
@@ -163,9 +166,10 @@ def test_zero3_regression_head_saves_gathered_and_loads(tiny_model_dir, tmp_path
     assert len(metrics) == 6 and metrics[-1]["accuracy"] == 1.0
 
     plain_path = str(tmp_path / "plain")
-    main(pretrain=tiny_model_dir, dataset=pairs, save_path=plain_path, critic_head="regression",
-         learning_rate=1e-3, max_epochs=3, train_batch_size=2, micro_train_batch_size=1,
-         max_len=256, lr_warmup_ratio=0.0, seed=0)
+    train_dpo(PreferenceOptions(
+        pretrain=tiny_model_dir, dataset=pairs, save_path=plain_path, critic_head="regression",
+        learning_rate=1e-3, max_epochs=3, train_batch_size=2, micro_train_batch_size=1, max_len=256,
+        lr_warmup_ratio=0.0, seed=0))
 
     # every tensor gathered whole (the head too), trained, and as the single-process run's
     zero3, plain = weights(ds_path), weights(plain_path)

@@ -31,7 +31,8 @@ def tiny_vlm_dir(tmp_path_factory):
 def test_zero3_vlm_head_saves_gathered_and_loads(tiny_vlm_dir, tmp_path, shared_memory_op):
     import torch
 
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
     from sweet_rl.training.vlm_heads import load_vlm_critic
     from sweet_rl.training.vlm_pairs import read_vlm_pairs
 
@@ -49,9 +50,10 @@ def test_zero3_vlm_head_saves_gathered_and_loads(tiny_vlm_dir, tmp_path, shared_
     assert "critic_head=vlm_regression" in output
 
     plain_path = str(tmp_path / "plain")
-    main(pretrain=tiny_vlm_dir, dataset=pairs, save_path=plain_path,
-         critic_head="vlm_regression", learning_rate=1e-3, max_epochs=2, train_batch_size=2,
-         micro_train_batch_size=1, max_len=256, lr_warmup_ratio=0.0, seed=0, eval_holdout=0)
+    train_dpo(PreferenceOptions(
+        pretrain=tiny_vlm_dir, dataset=pairs, save_path=plain_path, critic_head="vlm_regression",
+        learning_rate=1e-3, max_epochs=2, train_batch_size=2, micro_train_batch_size=1, max_len=256,
+        lr_warmup_ratio=0.0, seed=0, eval_holdout=0))
 
     # every tensor gathered whole under Qwen2-VL's names (the head too), and trained as the
     # single-process run trained it

@@ -42,11 +42,13 @@ def state_dict(path):
 def test_dpo_learns_pairs_changes_every_parameter_and_saves(tiny_model_dir, tmp_path):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
 
     save_path = str(tmp_path / "dpo")
-    main(pretrain=tiny_model_dir, dataset=single_turn_pairs(tmp_path / "pairs.jsonl"),
-         save_path=save_path, max_epochs=3, nll_loss_coef=0.1, **FAST)
+    train_dpo(PreferenceOptions(pretrain=tiny_model_dir,
+                                dataset=single_turn_pairs(tmp_path / "pairs.jsonl"),
+                                save_path=save_path, max_epochs=3, nll_loss_coef=0.1, **FAST))
 
     metrics = read_metrics(save_path)
     assert len(metrics) == 6  # 4 pairs x 3 epochs / 2 pairs per step
@@ -76,12 +78,15 @@ def test_critic_from_config_with_per_turn_mean(tiny_model_dir, tmp_path):
     masking over both turns, the paper's per-turn mean. The file's zero_stage 3 is ignored
     with a warning outside the deepspeed launcher, and its flash_attn falls back to sdpa
     where flash_attn is not installed."""
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.flags import load_options
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
 
     save_path = str(tmp_path / "critic")
-    main(config=str(REPO_ROOT / "configs" / "critic_backend.json"), pretrain=tiny_model_dir,
-         dataset=critic_pairs(tmp_path / "critic.jsonl"), save_path=save_path,
-         bf16=False, max_epochs=4, per_turn_mean=True, beta=1.0, **FAST)
+    train_dpo(load_options(
+        PreferenceOptions, config=str(REPO_ROOT / "configs" / "critic_backend.json"),
+        pretrain=tiny_model_dir, dataset=critic_pairs(tmp_path / "critic.jsonl"),
+        save_path=save_path, bf16=False, max_epochs=4, per_turn_mean=True, beta=1.0, **FAST))
     metrics = read_metrics(save_path)
     assert len(metrics) == 8 and metrics[-1]["accuracy"] == 1.0
     assert metrics[-1]["loss"] < metrics[0]["loss"]
@@ -97,18 +102,21 @@ def bad_file(tmp_path, key="rejected"):
 
 
 def test_missing_rejected_on_line_3_names_file_line_field(tiny_model_dir, tmp_path):
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
 
     path, save_path = bad_file(tmp_path), tmp_path / "out"
     with pytest.raises(RecordError) as err:
-        main(pretrain=tiny_model_dir, dataset=path, save_path=str(save_path))
+        train_dpo(PreferenceOptions(pretrain=tiny_model_dir, dataset=path,
+                                    save_path=str(save_path)))
     assert (err.value.path, err.value.line, err.value.field) == (path, 3, "rejected")
     assert not save_path.exists()
 
     # other key names: the error names the file's key
     path = bad_file(tmp_path, key="worse")
     with pytest.raises(RecordError) as err:
-        main(pretrain=tiny_model_dir, dataset=path, save_path=str(save_path), rejected_key="worse")
+        train_dpo(PreferenceOptions(pretrain=tiny_model_dir, dataset=path,
+                                    save_path=str(save_path), rejected_key="worse"))
     assert (err.value.line, err.value.field) == (3, "worse")
 
 
@@ -133,7 +141,8 @@ def test_reference_scores_come_from_ref_pretrain_before_training(tiny_model_dir,
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
     from sweet_rl.tiny_model import build_tiny_model
     from sweet_rl.training.data import read_preference_pairs
     from sweet_rl.training.masks import SequenceTokenizer
@@ -142,16 +151,16 @@ def test_reference_scores_come_from_ref_pretrain_before_training(tiny_model_dir,
     pairs = single_turn_pairs(tmp_path / "pairs.jsonl", n=2)
     beta = 0.5
     for name, ref in [("same", None), ("different", other)]:
-        main(
+        train_dpo(PreferenceOptions(
             pretrain=tiny_model_dir,
-            ref_pretrain=ref,
-            dataset=pairs,
-            save_path=str(tmp_path / name),
-            max_epochs=1,
-            mean_log_prob=True,
-            beta=beta,
-            **FAST,
-        )
+                                    ref_pretrain=ref,
+                                    dataset=pairs,
+                                    save_path=str(tmp_path / name),
+                                    max_epochs=1,
+                                    mean_log_prob=True,
+                                    beta=beta,
+                                    **FAST,
+                                    ))
     same, different = read_metrics(tmp_path / "same")[0], read_metrics(tmp_path / "different")[0]
     assert same["chosen_reward"] == pytest.approx(0.0, abs=1e-6)
     assert same["rejected_reward"] == pytest.approx(0.0, abs=1e-6)
@@ -193,7 +202,9 @@ def frontend_critic_pairs(path, strings_path):
 def test_frontend_critic_pairs_with_input_output_objects_train(tiny_model_dir, tmp_path):
     """Object sides train exactly like their input + output strings: same step-1 metrics
     (one seed, one data order), and the critic learns them."""
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.flags import load_options
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
     from sweet_rl.training.data import read_preference_pairs
 
     strings = critic_pairs(tmp_path / "strings.jsonl")
@@ -207,8 +218,10 @@ def test_frontend_critic_pairs_with_input_output_objects_train(tiny_model_dir, t
     runs = {}
     for name, dataset in (("objects", objects), ("strings", strings)):
         save_path = str(tmp_path / name)
-        main(config=str(REPO_ROOT / "configs" / "critic_backend.json"), pretrain=tiny_model_dir,
-             dataset=dataset, save_path=save_path, bf16=False, max_epochs=4, beta=1.0, **FAST)
+        train_dpo(load_options(
+            PreferenceOptions, config=str(REPO_ROOT / "configs" / "critic_backend.json"),
+            pretrain=tiny_model_dir, dataset=dataset, save_path=save_path, bf16=False, max_epochs=4,
+            beta=1.0, **FAST))
         runs[name] = read_metrics(save_path)
     assert len(runs["objects"]) == 8 and runs["objects"][-1]["accuracy"] == 1.0
     for a, b in zip(runs["objects"], runs["strings"]):
@@ -216,7 +229,8 @@ def test_frontend_critic_pairs_with_input_output_objects_train(tiny_model_dir, t
 
 
 def test_malformed_input_output_pairs_name_file_line_field(tiny_model_dir, tmp_path):
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
 
     good = {"input": "a", "output": "b"}
     for bad_side, field in (({"input": "a"}, "rejected.output"),
@@ -226,12 +240,14 @@ def test_malformed_input_output_pairs_name_file_line_field(tiny_model_dir, tmp_p
                                                     {"chosen": good, "rejected": bad_side}])
         save_path = tmp_path / "out"
         with pytest.raises(RecordError) as err:
-            main(pretrain=tiny_model_dir, dataset=path, save_path=str(save_path))
+            train_dpo(PreferenceOptions(pretrain=tiny_model_dir, dataset=path,
+                                        save_path=str(save_path)))
         assert (err.value.path, err.value.line, err.value.field) == (path, 2, field)
         assert not save_path.exists()
     # other key names: the error names the file's key
     path = write_jsonl(tmp_path / "bad.jsonl", [{"chosen": good, "worse": {"output": "b"}}])
     with pytest.raises(RecordError) as err:
-        main(pretrain=tiny_model_dir, dataset=path, save_path=str(tmp_path / "out"),
-             rejected_key="worse")
+        train_dpo(PreferenceOptions(pretrain=tiny_model_dir, dataset=path,
+                                    save_path=str(tmp_path / "out"),
+                                    rejected_key="worse"))
     assert (err.value.line, err.value.field) == (1, "worse.input")

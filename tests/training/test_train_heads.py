@@ -52,13 +52,15 @@ def test_regression_head_learns_the_pairs_saves_and_reloads(tiny_model_dir, tmp_
     from safetensors import safe_open
     from transformers import AutoTokenizer
 
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
     from sweet_rl.training.heads import ScalarHeadModel, load_backbone
 
     pairs = critic_pairs(tmp_path / "critic.jsonl")
     save_path = str(tmp_path / "regression")
-    main(pretrain=tiny_model_dir, dataset=pairs, save_path=save_path, critic_head="regression",
-         max_epochs=3, **FAST)
+    train_dpo(PreferenceOptions(pretrain=tiny_model_dir, dataset=pairs, save_path=save_path,
+                                critic_head="regression",
+                                max_epochs=3, **FAST))
 
     metrics = read_metrics(save_path)
     assert len(metrics) == 6  # 4 pairs x 3 epochs / 2 pairs per step
@@ -114,13 +116,15 @@ def test_value_rows_are_prefix_input_output_per_assistant_turn(tmp_path):
 def test_value_head_trains_saves_and_reloads(tiny_model_dir, tmp_path, trained_models):
     from transformers import AutoTokenizer
 
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
     from sweet_rl.training.head_trainer import read_value_rows
 
     path = trajectories(tmp_path / "evaluated.jsonl")
     save_path = str(tmp_path / "value")
-    main(pretrain=tiny_model_dir, dataset=path, save_path=save_path, critic_head="value",
-         max_epochs=2, **FAST)
+    train_dpo(PreferenceOptions(pretrain=tiny_model_dir, dataset=path, save_path=save_path,
+                                critic_head="value",
+                                max_epochs=2, **FAST))
     metrics = read_metrics(save_path)
     assert len(metrics) == 6  # 3 trajectories x 2 assistant turns x 2 epochs / 2 rows a step
     assert {"value_loss", "accuracy", "mean_logit", "success_rate"} <= set(metrics[0])
@@ -141,14 +145,15 @@ def evaluated_rows(tmp_path):
 
 
 def test_value_rows_without_reward_or_prompt_name_file_line_field(tiny_model_dir, tmp_path):
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
 
     rows = evaluated_rows(tmp_path)
     del rows[1]["reward"]
     path, save_path = write_jsonl(tmp_path / "no_reward.jsonl", rows), tmp_path / "out"
     with pytest.raises(RecordError) as err:
-        main(pretrain=tiny_model_dir, dataset=path, save_path=str(save_path),
-             critic_head="value")
+        train_dpo(PreferenceOptions(pretrain=tiny_model_dir, dataset=path, save_path=str(save_path),
+                                    critic_head="value"))
     assert (err.value.path, err.value.line, err.value.field) == (path, 2, "reward")
     assert "run the evaluate stage first" in str(err.value)
     assert not save_path.exists()
@@ -157,8 +162,8 @@ def test_value_rows_without_reward_or_prompt_name_file_line_field(tiny_model_dir
     del rows[2]["dialogue_history"][3]["input"]
     path = write_jsonl(tmp_path / "no_input.jsonl", rows)
     with pytest.raises(RecordError) as err:
-        main(pretrain=tiny_model_dir, dataset=path, save_path=str(save_path),
-             critic_head="value")
+        train_dpo(PreferenceOptions(pretrain=tiny_model_dir, dataset=path, save_path=str(save_path),
+                                    critic_head="value"))
     assert (err.value.line, err.value.field) == (3, "dialogue_history[3].input")
     assert not save_path.exists()
 
@@ -170,9 +175,11 @@ def test_a_log_prob_critic_is_not_a_scalar_critic(tiny_model_dir):
 
 def test_pairs_are_not_a_trajectory_file(tiny_model_dir, tmp_path):
     """--critic_head value on critic pairs: the missing trajectory field is named."""
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
 
     with pytest.raises(RecordError) as err:
-        main(pretrain=tiny_model_dir, dataset=critic_pairs(tmp_path / "pairs.jsonl"),
-             save_path=str(tmp_path / "out"), critic_head="value")
+        train_dpo(PreferenceOptions(pretrain=tiny_model_dir,
+                                    dataset=critic_pairs(tmp_path / "pairs.jsonl"),
+                                    save_path=str(tmp_path / "out"), critic_head="value"))
     assert (err.value.line, err.value.field) == (1, "task")

@@ -13,7 +13,8 @@ def test_sft_masks_assistant_turns_and_learns(tiny_model_dir, tmp_path):
     tokens are exactly the two assistant turns (after the header, through <|eot_id|>)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from sweet_rl.cli.train_sft import main
+    from sweet_rl.stages.train import train_sft
+    from sweet_rl.training.options import SFTOptions
     from sweet_rl.training.data import read_sft_examples
     from sweet_rl.training.masks import SequenceTokenizer
 
@@ -34,9 +35,10 @@ def test_sft_masks_assistant_turns_and_learns(tiny_model_dir, tmp_path):
                          + [0] * (len(user("x is 1")) + len(head)) + [2] * len(turn2))
 
     save_path = str(tmp_path / "rft")
-    main(pretrain=tiny_model_dir, dataset=path, save_path=save_path, learning_rate=1e-3,
-         max_epochs=6, train_batch_size=2, micro_train_batch_size=1, max_len=512,
-         lr_warmup_ratio=0.0, seed=0, eval_steps=-1, wandb_run_name="sweet_rft")
+    train_sft(SFTOptions(pretrain=tiny_model_dir, dataset=path, save_path=save_path,
+                         learning_rate=1e-3,
+                         max_epochs=6, train_batch_size=2, micro_train_batch_size=1, max_len=512,
+                         lr_warmup_ratio=0.0, seed=0, eval_steps=-1, wandb_run_name="sweet_rft"))
     with open(os.path.join(save_path, "metrics.jsonl")) as handle:
         metrics = [json.loads(line) for line in handle]
     assert len(metrics) == 6 and all({"loss", "lr", "epoch", "step"} <= set(m) for m in metrics)
@@ -57,10 +59,11 @@ def test_first_share_of_the_dataset_is_held_out(tiny_model_dir, tmp_path, capsys
     """--eval_holdout keeps the first int(n * share) examples out of training, as the
     original's openrlhf fork keeps its first 3% as an evaluation split: 2 successful rows with
     a share of 0.5 leave 1 to train on."""
-    from sweet_rl.cli.train_sft import main
+    from sweet_rl.stages.train import train_sft
+    from sweet_rl.training.options import SFTOptions
 
     path = trajectories(tmp_path / "traj.jsonl")
-    main(pretrain=tiny_model_dir, dataset=path, save_path=str(tmp_path / "rft"),
-         max_epochs=1, train_batch_size=1, micro_train_batch_size=1, max_len=512,
-         eval_holdout=0.5)
+    train_sft(SFTOptions(pretrain=tiny_model_dir, dataset=path, save_path=str(tmp_path / "rft"),
+                         max_epochs=1, train_batch_size=1, micro_train_batch_size=1, max_len=512,
+                         eval_holdout=0.5))
     assert "train_sft: stage=train_sft examples=1 steps=1 " in capsys.readouterr().out

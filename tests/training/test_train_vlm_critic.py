@@ -41,14 +41,15 @@ def test_vlm_critic_learns_the_pairs_saves_and_reloads(tiny_vlm_dir, tmp_path, t
     from safetensors import safe_open
     from transformers import AutoProcessor
 
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
     from sweet_rl.training.heads import load_backbone
     from sweet_rl.training.vlm_heads import VLMCritic, VLMHeadModel, load_vlm_critic
 
     pairs_path = vlm_pairs(tmp_path / "data")
     save_path = str(tmp_path / "critic")
-    main(pretrain=tiny_vlm_dir, dataset=pairs_path, save_path=save_path,
-         critic_head="vlm_regression", max_epochs=3, **FAST)
+    train_dpo(PreferenceOptions(pretrain=tiny_vlm_dir, dataset=pairs_path, save_path=save_path,
+                                critic_head="vlm_regression", max_epochs=3, **FAST))
 
     with open(os.path.join(save_path, "metrics.jsonl"), encoding="utf-8") as handle:
         metrics = [json.loads(line) for line in handle]
@@ -93,13 +94,15 @@ def test_vlm_critic_learns_the_pairs_saves_and_reloads(tiny_vlm_dir, tmp_path, t
 
 def test_a_picture_too_big_for_max_len_stops_before_anything_is_written(tiny_vlm_dir,
                                                                         tmp_path):
-    from sweet_rl.cli.train_dpo import main
+    from sweet_rl.stages.train import train_dpo
+    from sweet_rl.training.options import PreferenceOptions
 
     pairs_path = vlm_pairs(tmp_path / "data", n=2)  # with the template: 16 and 23 tokens
     save_path = tmp_path / "critic"
     with pytest.raises(ValueError, match="reference_1.png: the picture and the template take"):
-        main(pretrain=tiny_vlm_dir, dataset=pairs_path, save_path=str(save_path),
-             critic_head="vlm_regression", **dict(FAST, max_len=21))
+        train_dpo(PreferenceOptions(pretrain=tiny_vlm_dir, dataset=pairs_path,
+                                    save_path=str(save_path),
+                                    critic_head="vlm_regression", **dict(FAST, max_len=21)))
     assert not save_path.exists()
 
 
@@ -107,14 +110,13 @@ def test_the_recipe_overrides_the_critics_pretrain_with_a_later_flag(monkeypatch
     """run_sweet_frontend.sh trains the VLM critic through sweet_stages.sh's critic stage,
     which names the agent as --pretrain; CRITIC_ARGS repeats --pretrain after it, and the
     command line keeps the later value."""
-    from sweet_rl.cli import train_dpo
-    from sweet_rl.cli.common import run_cli
+    from sweet_rl.cli.train_dpo import main
     from sweet_rl.training import run
 
     seen = []
     monkeypatch.setattr(run, "train_scalar_critic", seen.append)
-    run_cli(train_dpo.main, ["--config", "configs/critic_frontend.json", "--pretrain", "agent",
-                             "--dataset", "pairs.jsonl", "--save_path", "out",
-                             "--critic_head", "vlm_regression", "--pretrain", "vlm"])
+    main(["--config", "configs/critic_frontend.json", "--pretrain", "agent",
+          "--dataset", "pairs.jsonl", "--save_path", "out",
+          "--critic_head", "vlm_regression", "--pretrain", "vlm"])
     [options] = seen
     assert options.pretrain == "vlm" and options.critic_head == "vlm_regression"

@@ -59,13 +59,14 @@ def evaluated_run(folder):
 def test_evaluate_html_writes_the_text_critics_pairs_with_the_reference_picture(tmp_path,
                                                                                 capsys):
     pytest.importorskip("open_clip")
-    from sweet_rl.cli import evaluate_html
+    from sweet_rl.stages.evaluate_html import EvaluateHtmlOptions, evaluate_html
 
     run = evaluated_run(tmp_path / "run")
     out = tmp_path / "pairs"
-    metrics = evaluate_html.main(run, k=2, preference_path=str(out / "text.jsonl"),
-                                 ground_truth_preference_path=str(out / "gt.jsonl"),
-                                 vlm_preference_path=str(out / "vlm.jsonl"), **CLIP)
+    metrics = evaluate_html(EvaluateHtmlOptions(saved_path=run, k=2,
+                                                preference_path=str(out / "text.jsonl"),
+                                                ground_truth_preference_path=str(out / "gt.jsonl"),
+                                                vlm_preference_path=str(out / "vlm.jsonl"), **CLIP))
     rows = read(run)
     assert [r["reward"] for r in rows][0] == 1.0 and rows[3]["reward"] == 1.0
     assert metrics["pairs"] == 2 and metrics["rendered"] == 0
@@ -90,7 +91,8 @@ def test_evaluate_html_writes_the_text_critics_pairs_with_the_reference_picture(
     assert pairs[1][0] == (str(tmp_path / "run" / "shots" / "reference_1.png"), text[1]["chosen"])
 
     # alone, the option still prints the original's pair count (nothing is scored again)
-    again = evaluate_html.main(run, k=2, vlm_preference_path=str(out / "again.jsonl"), **CLIP)
+    again = evaluate_html(EvaluateHtmlOptions(saved_path=run, k=2,
+                                              vlm_preference_path=str(out / "again.jsonl"), **CLIP))
     assert again["evaluated"] == 0 and read(out / "again.jsonl") == vlm
     assert capsys.readouterr().out.strip().splitlines()[-1] == "Number of preference pairs: 2"
 

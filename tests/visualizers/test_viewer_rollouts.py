@@ -10,8 +10,8 @@ import pytest
 
 from sweet_rl.records import Trajectory
 from visualizers.page_parts import WrongViewer, file_kind
-from visualizers.visualize_design_dialogue_histories import main as design_main
-from visualizers.visualize_dialogue_histories import main, render_dialogues_html
+from visualizers.visualize_design_dialogue_histories import DesignViewerOptions, visualize_design
+from visualizers.visualize_dialogue_histories import ViewerOptions, render_dialogues_html, visualize
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BACKEND_VIEWER = "visualizers/visualize_dialogue_histories.py"
@@ -60,7 +60,7 @@ def _section(text, index):
 def test_each_dialogue_names_its_task_and_rollout_and_its_failed_tests(tmp_path, capsys):
     src = _write(tmp_path, ROWS, stages={"evaluate_code": {"k": 2}, "simulate": {"best_of_n": 2}})
     page = tmp_path / "run.html"
-    main(str(src), str(page))
+    visualize(ViewerOptions(input_path=str(src), output_path=str(page)))
     text = page.read_text(encoding="utf-8")
     places = [_section(text, i).split('<span class="place"', 1)[1].split("</span>", 1)[0]
               for i in range(4)]
@@ -94,7 +94,7 @@ def test_every_test_passed_shows_the_count_only():
 def test_without_a_sidecar_every_row_is_its_own_task(tmp_path):
     src = _write(tmp_path, ROWS)
     page = tmp_path / "run.html"
-    main(str(src), str(page), max_dialogues=3)
+    visualize(ViewerOptions(input_path=str(src), output_path=str(page), max_dialogues=3))
     text = page.read_text(encoding="utf-8")
     assert f'<span id="rollouts">1 rollout per task assumed: no sidecar {src}.config.json' in text
     assert ">task 3, rollout 1 of 1</span>" in _section(text, 2)
@@ -103,11 +103,11 @@ def test_without_a_sidecar_every_row_is_its_own_task(tmp_path):
 def test_the_largest_sidecar_k_that_fits_the_file_is_used(tmp_path):
     # evaluate_code ran with its default k=1; simulate made two rollouts: 2 fits, so 2
     src = _write(tmp_path, ROWS, stages={"evaluate_code": {"k": 1}, "simulate": {"best_of_n": 2}})
-    main(str(src), str(tmp_path / "a.html"))
+    visualize(ViewerOptions(input_path=str(src), output_path=str(tmp_path / "a.html")))
     assert ">task 1, rollout 2 of 2<" in (tmp_path / "a.html").read_text(encoding="utf-8")
     # a k the rows do not split into (4 rows, or rollouts holding other tasks) is not used
     src = _write(tmp_path, ROWS, stages={"simulate": {"best_of_n": 4}})
-    main(str(src), str(tmp_path / "b.html"))
+    visualize(ViewerOptions(input_path=str(src), output_path=str(tmp_path / "b.html")))
     text = (tmp_path / "b.html").read_text(encoding="utf-8")
     assert "names no k that fits the file" in text and ">task 3, rollout 1 of 1<" in text
 
@@ -142,7 +142,7 @@ def test_the_design_viewer_refuses_a_backend_file(tmp_path):
         "with visualizers/visualize_dialogue_histories.py")
     assert not out.exists() and not (tmp_path / "page.html.config.json").exists()
     with pytest.raises(WrongViewer):  # called as a function: a ValueError, nothing written
-        design_main(str(src), str(out))
+        visualize_design(DesignViewerOptions(input_path=str(src), output_path=str(out)))
     assert not out.exists()
 
 

@@ -16,7 +16,7 @@ from sweet_rl.rendering.processes import find_binary
 from sweet_rl.records import RecordError
 from sweet_rl.rendering.screenshots import default_screenshot_dir, screenshot_path, to_stored
 from visualizers.page_parts import image_data_url
-from visualizers.visualize_design_dialogue_histories import main
+from visualizers.visualize_design_dialogue_histories import DesignViewerOptions, visualize_design
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO_ROOT, "visualizers", "visualize_design_dialogue_histories.py")
@@ -106,7 +106,8 @@ def test_page_in_chromium(run, browser, tmp_path, capsys):
     from selenium.webdriver.common.by import By
 
     out = tmp_path / "page.html"
-    main(run, str(out), title="Design <run>")
+    visualize_design(DesignViewerOptions(input_path=run, output_path=str(out),
+                                         title="Design <run>"))
     text = out.read_text(encoding="utf-8")
     assert "<script>window.__pwned" not in text and "<b>bold</b>" not in text
     line = capsys.readouterr().out.strip()
@@ -174,7 +175,9 @@ def test_page_in_chromium(run, browser, tmp_path, capsys):
 
 def test_render_missing_fills_the_gaps(run, render_assets, tmp_path, capsys):
     out = tmp_path / "page.html"
-    main(run, str(out), render_missing=True, pool_size=1, assets_dir=render_assets, max_dialogues=2)
+    visualize_design(DesignViewerOptions(
+        input_path=run, output_path=str(out), render_missing=True, pool_size=1,
+        assets_dir=render_assets, max_dialogues=2))
     assert "8 screenshots shown, 0 missing" in capsys.readouterr().out
     text = out.read_text(encoding="utf-8")
     assert "not found" not in text and "did not render" not in text and text.count("<img ") == 8
@@ -214,7 +217,7 @@ def test_bad_field_via_cli_exits_nonzero(tmp_path):
     assert f"{src}, line 2: field 'dialogue_history[1].screenshot'" in proc.stderr
     assert not out.exists()
     with pytest.raises(RecordError):
-        main(str(src), str(out))
+        visualize_design(DesignViewerOptions(input_path=str(src), output_path=str(out)))
 
 
 def _png(path, colour):
@@ -269,7 +272,8 @@ def test_pages_in_content_and_original_rows(tmp_path, capsys):
     ]
     with open(jsonl, "w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(r) + "\n" for r in rows)
-    main(jsonl)  # one argument: the page goes beside the input
+    visualize_design(DesignViewerOptions(
+        input_path=jsonl))  # one argument: the page goes beside the input
     out = folder / "temp_test_html.html"
     text = out.read_text(encoding="utf-8")
     line = capsys.readouterr().out.strip()

@@ -9,7 +9,8 @@ import time
 import pytest
 
 from sweet_rl.records import RecordError
-from visualizers.visualize_dialogue_histories import main, render_dialogues_html
+from visualizers.visualize_dialogue_histories import render_dialogues_html
+from visualizers.visualize_dialogue_histories import ViewerOptions, visualize
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(REPO_ROOT, "visualizers", "visualize_dialogue_histories.py")
@@ -52,7 +53,7 @@ def page(tmp_path):
     src = tmp_path / "traj.jsonl"
     src.write_text("".join(json.dumps(d) + "\n" for d in DIALOGUES), encoding="utf-8")
     out = tmp_path / "out" / "page.html"
-    main(str(src), str(out), title="Test <run>")
+    visualize(ViewerOptions(input_path=str(src), output_path=str(out), title="Test <run>"))
     return out
 
 
@@ -81,7 +82,7 @@ def test_writes_page_sidecar_and_summary(tmp_path, capsys):
     src = tmp_path / "traj.jsonl"
     src.write_text("".join(json.dumps(d) + "\n" for d in DIALOGUES), encoding="utf-8")
     page = tmp_path / "out" / "page.html"
-    main(str(src), str(page), title="Test <run>")
+    visualize(ViewerOptions(input_path=str(src), output_path=str(page), title="Test <run>"))
     text = page.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>")
     assert "<script>window.__pwned" not in text
@@ -163,7 +164,7 @@ def test_max_dialogues_and_default_title(tmp_path, capsys):
     src = tmp_path / "traj.jsonl"
     src.write_text("".join(json.dumps(d) + "\n" for d in DIALOGUES), encoding="utf-8")
     out = tmp_path / "page.html"
-    main(str(src), str(out), max_dialogues=2)
+    visualize(ViewerOptions(input_path=str(src), output_path=str(out), max_dialogues=2))
     text = out.read_text(encoding="utf-8")
     assert text.count('<section class="dialogue"') == 2
     assert "<title>Dialogues: traj.jsonl</title>" in text
@@ -180,7 +181,7 @@ def test_bad_json_names_file_and_line(tmp_path):
     src.write_text(json.dumps(DIALOGUES[0]) + "\n{not json\n", encoding="utf-8")
     out = tmp_path / "page.html"
     with pytest.raises(RecordError) as err:
-        main(str(src), str(out))
+        visualize(ViewerOptions(input_path=str(src), output_path=str(out)))
     assert str(src) in str(err.value) and "line 2" in str(err.value)
     assert not out.exists() and not (tmp_path / "page.html.config.json").exists()
 
@@ -298,7 +299,7 @@ def test_leak_tag_in_chromium(browser, tmp_path):
 
     src, out = tmp_path / "leaks.jsonl", tmp_path / "leaks.html"
     src.write_text("".join(json.dumps(d) + "\n" for d in LEAK_ROWS), encoding="utf-8")
-    main(str(src), str(out))
+    visualize(ViewerOptions(input_path=str(src), output_path=str(out)))
     browser.get(out.as_uri())
     assert browser.find_element(By.ID, "leak-rate").text == "leak rate 0.500 (1 of 2 replies)"
     [turn] = browser.find_elements(By.CSS_SELECTOR, ".turn.leak")

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from sweet_rl.cli import rank_best_of_n, sample_best_of_n
+from sweet_rl.stages.rank import RankOptions, rank
+from sweet_rl.stages.sample import SampleOptions, sample
 from tests.model_helpers import write_offline
 
 N = 4
@@ -25,8 +26,9 @@ def sampled(tmp_path_factory, vllm_model):
     folder = tmp_path_factory.mktemp("rank")
     offline = write_offline(folder / "offline.jsonl", load_tokenizer(vllm_model), TASKS)
     out = str(folder / "sampled.jsonl")
-    sample_best_of_n.main(offline, out, agent_model=vllm_model, best_of_n=N, max_new_tokens=8,
-                          seed=3, device="cpu")
+    sample(SampleOptions(input_path=offline, output_path=out, agent_model=vllm_model, best_of_n=N,
+                         max_new_tokens=8,
+                         seed=3, device="cpu"))
     return out
 
 
@@ -40,8 +42,9 @@ def test_each_score_tokens_mode_judges_as_the_hf_backend(tmp_path, sampled, vllm
     results = {}
     for backend in ("hf", "vllm"):
         out = str(tmp_path / f"{backend}.jsonl")
-        rank_best_of_n.main(sampled, out, model_id=vllm_model, score_tokens=mode,
-                            backend=backend, device="cpu")
+        rank(RankOptions(input_path=sampled, output_path=out, model_id=vllm_model,
+                         score_tokens=mode,
+                         backend=backend, device="cpu"))
         results[backend] = _judged(out)
     assert len(results["vllm"]) == 8
     for hf, ours in zip(results["hf"], results["vllm"]):

@@ -16,7 +16,8 @@ import urllib.request
 
 import pytest
 
-from sweet_rl.cli import simulate
+from sweet_rl.stages.simulate import simulate
+from sweet_rl.stages.simulate_options import SimulateOptions
 from tests.vllm.conftest import SERVED_NAME, run_script
 
 TASKS, STEPS = 4, 2
@@ -53,8 +54,8 @@ def hosts(servers):
 def hf_rows(tmp_path_factory, hosts, vllm_model):
     """The hf agent's dialogues against the first server."""
     out = str(tmp_path_factory.mktemp("hf") / "hf.jsonl")
-    simulate.main(hostname=hosts[0], env_model=SERVED_NAME, agent_model=vllm_model,
-                  agent_backend="hf", output_path=out, device="cpu", **FLAGS)
+    simulate(SimulateOptions(hostname=hosts[0], env_model=SERVED_NAME, agent_model=vllm_model,
+                             agent_backend="hf", output_path=out, device="cpu", **FLAGS))
     return _rows(out)
 
 
@@ -87,8 +88,9 @@ def test_the_vllm_agent_against_a_vllm_server_writes_the_hf_agents_rows(tmp_path
 def test_several_servers_give_the_one_server_dialogues(tmp_path, hosts, vllm_model, hf_rows):
     before = [_answered(url) for url in hosts]
     out = str(tmp_path / "two.jsonl")
-    simulate.main(hostname=",".join(hosts), env_model=SERVED_NAME, agent_model=vllm_model,
-                  agent_backend="hf", output_path=out, device="cpu", **FLAGS)
+    simulate(SimulateOptions(hostname=",".join(hosts), env_model=SERVED_NAME,
+                             agent_model=vllm_model,
+                             agent_backend="hf", output_path=out, device="cpu", **FLAGS))
     rows = _rows(out)
     assert [r["dialogue_history"] for r in rows] == [r["dialogue_history"] for r in hf_rows]
     answered = [_answered(url) - count for url, count in zip(hosts, before)]
