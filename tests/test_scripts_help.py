@@ -1,4 +1,4 @@
-"""Every script answers --help with our own help (sweet_rl/cli/helptext.py), at once and without
+"""Every script answers --help with our own help (sweet_rl/flags/help.py), at once and without
 importing torch (heavy imports stay inside stages); tests/test_help.py checks its content."""
 
 import subprocess

@@ -10,7 +10,31 @@ sidebar items whose ``data-status`` is ``X`` (``all`` shows every one).
 import base64
 import html
 import io
+from dataclasses import dataclass
 from typing import Any, Iterable, NamedTuple, Optional, Tuple
+
+from sweet_rl.flags import Options, flag
+
+
+@dataclass(kw_only=True)
+class PageOptions(Options):
+    """The page: which dialogues it shows, where it goes."""
+
+    POSITIONAL = ("input_path", "output_path")
+    input_path: str = flag(
+        "trajectory JSONL (from simulate, optionally with rewards from evaluate).",
+        aliases=("saved_path",))
+    output_path: Optional[str] = flag(
+        "the HTML page to write (default: INPUT_PATH with .html instead of .jsonl); "
+        "``<output_path>.config.json`` records the arguments.", None)
+    title: Optional[str] = flag(
+        "page title (default: the kind of dialogues and the input file's name).", None)
+    max_dialogues: Optional[int] = flag("show only the first N dialogues of the file.", None)
+
+    def check(self) -> None:
+        if self.max_dialogues is not None and self.max_dialogues < 0:
+            raise ValueError(f"--max_dialogues must be a non-negative integer, got "
+                             f"{self.max_dialogues!r}")
 
 BASE_CSS = """
 *{box-sizing:border-box}[hidden]{display:none!important}

@@ -38,14 +38,14 @@ if importlib.util.find_spec("sweet_rl") is None or importlib.util.find_spec("vis
 
 from sweet_rl.environments.html_snippet import split_page  # noqa: E402
 from sweet_rl.environments.protocol import NO_ANSWER  # noqa: E402
-from sweet_rl.flags import Options, flag  # noqa: E402
+from sweet_rl.flags import flag  # noqa: E402
 from sweet_rl.io import write_bytes  # noqa: E402
 from sweet_rl.records import RecordError, Trajectory  # noqa: E402
 from sweet_rl.rendering.pictures import ANSWER_KEY, REFERENCE_KEY  # noqa: E402
 from sweet_rl.rendering.screenshots import default_screenshot_dir, resolve, screenshot_path  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
-    FRONTEND, Shot, esc, figure, filter_buttons, folded, image_data_url, nav_item, page_document,
-    refuse_other_kind, step_links, viewer_output,
+    FRONTEND, PageOptions, Shot, esc, figure, filter_buttons, folded, image_data_url, nav_item,
+    page_document, refuse_other_kind, step_links, viewer_output,
 )
 
 EVALUATED, UNEVALUATED, NO_PAGE = "evaluated", "unevaluated", "nopage"
@@ -252,19 +252,10 @@ def pages_without_screenshot(trajectories: List[Trajectory], shots: Screenshots)
 
 
 @dataclass(kw_only=True)
-class DesignViewerOptions(Options):
-    """Write OUTPUT_PATH (HTML) showing the design dialogues of INPUT_PATH (trajectory JSONL)."""
+class DesignViewerOptions(PageOptions):
+    """Write OUTPUT_PATH (HTML) showing the design dialogues of INPUT_PATH (frontend
+    trajectory JSONL, from simulate --task_type html)."""
 
-    POSITIONAL = ("input_path", "output_path")
-    input_path: str = flag(
-        "frontend trajectory JSONL (from simulate --task_type html, maybe evaluated).",
-        aliases=("saved_path",))
-    output_path: Optional[str] = flag(
-        "the HTML page to write (default: INPUT_PATH with .html instead of .jsonl); "
-        "``<output_path>.config.json`` records the arguments.", None)
-    title: Optional[str] = flag(
-        "page title (default: \"Design dialogues: <input file name>\").", None)
-    max_dialogues: Optional[int] = flag("show only the first N dialogues of the file.", None)
     image_width: int = flag(
         "screenshots are scaled down to this width in pixels (0: original size).", 640)
     max_image_height: int = flag(
@@ -279,7 +270,7 @@ class DesignViewerOptions(Options):
     train: Optional[bool] = flag("accepted; it had no effect in the original either.", None)
 
     def check(self) -> None:
-        for name in ("max_dialogues", "image_width", "max_image_height"):
+        for name in ("image_width", "max_image_height"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"--{name} must be a non-negative integer, got {value!r}")

@@ -34,14 +34,13 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 if importlib.util.find_spec("sweet_rl") is None or importlib.util.find_spec("visualizers") is None:
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from sweet_rl.flags import Options, flag  # noqa: E402
 from sweet_rl.io import write_bytes  # noqa: E402
 from sweet_rl.layout import check_rollout_layout, place  # noqa: E402
 from sweet_rl.leaks import format_leak_rate, leak_summary  # noqa: E402
 from sweet_rl.records import Trajectory  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
-    BACKEND, esc as _esc, filter_buttons, folded, nav_item, page_document, refuse_other_kind,
-    step_links, viewer_output)
+    BACKEND, PageOptions, esc as _esc, filter_buttons, folded, nav_item, page_document,
+    refuse_other_kind, step_links, viewer_output)
 
 SUCCESS, FAILED, UNEVALUATED = "success", "failed", "unevaluated"
 _BADGE = {SUCCESS: "success", FAILED: "fail", UNEVALUATED: "not evaluated"}
@@ -233,26 +232,11 @@ def render_dialogues_html(trajectories: List[Dict[str, Any]], title: str,
 
 
 @dataclass(kw_only=True)
-class ViewerOptions(Options):
+class ViewerOptions(PageOptions):
     """Write OUTPUT_PATH (HTML) showing the dialogues of INPUT_PATH (trajectory JSONL).
 
     The original code served the dialogues with a gradio app; this writes one static page.
     """
-
-    POSITIONAL = ("input_path", "output_path")
-    input_path: str = flag(
-        "trajectory JSONL (from simulate, optionally with rewards from evaluate).",
-        aliases=("saved_path",))
-    output_path: Optional[str] = flag(
-        "the HTML page to write (default: INPUT_PATH with .html instead of .jsonl); "
-        "``<output_path>.config.json`` records the arguments.", None)
-    title: Optional[str] = flag("page title (default: \"Dialogues: <input file name>\").", None)
-    max_dialogues: Optional[int] = flag("show only the first N dialogues of the file.", None)
-
-    def check(self) -> None:
-        if self.max_dialogues is not None and self.max_dialogues < 0:
-            raise ValueError(f"--max_dialogues must be a non-negative integer, got "
-                             f"{self.max_dialogues!r}")
 
 
 def visualize(opts: ViewerOptions) -> str:
