@@ -113,7 +113,9 @@ def packets(child, most=256):
 def collect(child, task, index, results, status_of, give, received, setup_by=None):
     """Read records until the job is done: ``(next index, child still usable, refused)``.
 
-    ``give(i, deadline)`` sends test ``i``'s expression to the child, giving up at
+    ``status_of(child, seconds)`` is the wait status of a child that ended (None when not
+    known within ``seconds``). ``give(i, deadline)`` sends test ``i``'s expression to the
+    child, giving up at
     ``deadline``: right after the begin packet for the first, right after each record for
     the next. Each test gets ``timeout + GRACE`` seconds from then, and ``ENCODE_GRACE``
     more once (``SETUP_LIMIT`` for the begin packet); an overrun, a dead child or a socket
@@ -186,9 +188,10 @@ def collect(child, task, index, results, status_of, give, received, setup_by=Non
         if index < len(results) and hung_up:
             # no record can come any more: the child ended, or it still runs without a
             # socket to send one on (it is killed)
+            by = time.monotonic() + EXIT_WAIT  # to see it end and learn how, together
             child.kill()
             child.ended(EXIT_WAIT)
-            results[index] = ["crash", describe(status_of(child))]
+            results[index] = ["crash", describe(status_of(child, by - time.monotonic()))]
             return index + 1, False, refused
     return index, True, refused
 

@@ -311,10 +311,10 @@ class Worker:
         if confine.remove_tree(self.jobdir, keep_root=True):
             raise WorkerUnusable(f"could not empty the job folder {self.jobdir}")
 
-    def _status(self, child):
-        """The wait status of a child that ended (None if unknown); its pid is freed once
-        the zygote reaped it."""
-        status = self.zygote.reap(child.pid) if child.pid else None
+    def _status(self, child, seconds):
+        """The wait status of a child that ended (None if not known within ``seconds``); its
+        pid is freed once the zygote reaped it."""
+        status = self.zygote.reap(child.pid, seconds) if child.pid and seconds > 0 else None
         if status is not None:
             child.pid = 0
         return status

@@ -79,14 +79,17 @@ class ZygoteClient:
         """The worker will not signal ``pid`` again: reap it with the next request."""
         self.finished.append(pid)
 
-    def reap(self, pid):
+    def reap(self, pid, seconds=CONTROL_LIMIT):
         """The wait status of a child that ended (None if unknown: it still runs, or the
-        zygote did not answer in time); frees its pid when it ended."""
+        zygote did not answer within ``seconds``); frees its pid when it ended."""
         try:
+            self.sock.settimeout(min(seconds, CONTROL_LIMIT))
             self.sock.send(b"R%d" % pid)
             reply = self.sock.recv(64)
         except OSError:
             return None
+        finally:
+            self.sock.settimeout(CONTROL_LIMIT)
         return int(reply[1:]) if reply.startswith(b"S") and reply[1:] != b"-" else None
 
     def close(self):
