@@ -108,18 +108,10 @@ def limit_resources(
     second later), size of a written file, open descriptors, no core dumps, no locked memory
     (mlock, io_uring and BPF buffers), no POSIX message queues (their memory is the kernel's),
     and RLIMIT_NPROC 0: no fork, no thread. A limit is never raised above its current hard
-    limit (that would fail without privilege): the lower of the two applies."""
-    limits = {
-        resource.RLIMIT_AS: (memory_mb * 1024 * 1024,) * 2,
-        resource.RLIMIT_CPU: (max(1, cpu_seconds), max(1, cpu_seconds) + 1),
-        resource.RLIMIT_FSIZE: (file_mb * 1024 * 1024,) * 2,
-        resource.RLIMIT_NOFILE: (open_files, open_files),
-        resource.RLIMIT_CORE: (0, 0),
-        resource.RLIMIT_MEMLOCK: (0, 0),
-        resource.RLIMIT_MSGQUEUE: (0, 0),
-        resource.RLIMIT_NPROC: (0, 0),
-    }
-    _set_limits(limits)
+    limit (that would fail without privilege): the lower of the two applies. The worker sets
+    them in two parts: :func:`limit_fork_server` once, :func:`limit_job` per child."""
+    limit_fork_server(file_mb, open_files)
+    limit_job(memory_mb, cpu_seconds)
 
 
 def _set_limits(limits: dict) -> None:
