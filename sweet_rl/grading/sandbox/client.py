@@ -2,11 +2,13 @@
 
 A :class:`SandboxWorker` owns one ``sandbox_worker.py`` process (see that module for what
 happens inside). It is started with a scrubbed environment, in a session of its own, with a
-scratch folder that is removed on :meth:`close`. Every read from the worker has a deadline
-(the job's own worst case plus a margin): a worker that dies or stalls (it should not:
-untrusted code only runs in its children, which can send it no signal) is killed and
-replaced, and the job is tried once more on the fresh one, then reported as crashed, so no
-answer can stop or hang a grading run.
+scratch folder that is removed on :meth:`close`. Every read from and write to the worker
+has a deadline (the job's own worst case plus a margin): a worker that dies or stalls (it
+should not: untrusted code only runs in its children, which can send it no signal) is killed
+and replaced, and the job is tried once more on the fresh one, then reported as crashed, so
+no answer can stop or hang a grading run. What each start of the worker had of its
+confinement is kept (:attr:`SandboxWorker.weakest`, :attr:`SandboxWorker.lost`), so a layer a
+restart came up without is never lost silently.
 """
 
 from __future__ import annotations
