@@ -266,7 +266,7 @@ class Grader:
         reference = self._reference_cache.get(key)
         if reference is None:
             reference = reference_worker.run(reference_code, tests, self.rules,
-                                             self.reference_timeout, self.memory_mb, ahead=True)
+                                             self.reference_timeout, self.memory_mb, reference=True)
             self._reference_cache[key] = reference
         refused = answer_worker.refused
         outputs = answer_worker.run(code, tests, self.rules, self.timeout, self.memory_mb)

@@ -133,9 +133,9 @@ def test_a_reference_leaves_nothing_in_its_process_for_the_next_one(scratch):
                           separators=(",", ":"))
     with SandboxWorker(0, scratch) as worker:
         first = worker.run(attack["ground_truth"], expressions_of("reference_changes_its_process"),
-                           "benchmark", 10.0, 512, ahead=True)
+                           "benchmark", 10.0, 512, reference=True)
         started = time.monotonic()
-        after = worker.run(SHARE, ["share(1, 7)"], "benchmark", 10.0, 512, ahead=True)
+        after = worker.run(SHARE, ["share(1, 7)"], "benchmark", 10.0, 512, reference=True)
         took = time.monotonic() - started
     assert first == [["ok", "2"], ["ok", "4"]]
     assert after == [["ok", expected]]

@@ -179,21 +179,23 @@ class SandboxWorker:
             self.weakest = dict(self.isolation)
 
     def run(self, code: str, tests: List[str], rules: str, timeout: float,
-            memory_mb: int, ahead: bool = False) -> List[List[str]]:
+            memory_mb: int, reference: bool = False) -> List[List[str]]:
         """``[[status, detail], ...]`` per test; status ``ok`` carries the encoded value.
 
-        ``ahead``: the child gets every test at once, not each when the one before it is
-        done (fewer round trips). For reference solutions: code that could use it to race
-        its clock changes only its own outputs; every job runs in fresh children either way.
+        ``reference``: a reference solution's job. Its child gets every test at once, not
+        each when the one before it is done (fewer round trips: code that could use that to
+        race its clock changes only its own outputs), and the worker tidies up after it only
+        when the next job comes, so nothing of it runs beside the task's answer, which comes
+        next in another worker on the same CPU. Every job runs in fresh children either way.
         """
-        self.submit(code, tests, rules, timeout, memory_mb, ahead)
+        self.submit(code, tests, rules, timeout, memory_mb, reference)
         return self.collect()
 
     def submit(self, code: str, tests: List[str], rules: str, timeout: float,
-               memory_mb: int, ahead: bool = False) -> None:
+               memory_mb: int, reference: bool = False) -> None:
         """Send a job without waiting, so the caller can do other work; then :meth:`collect`."""
         job = json.dumps({"code": code, "tests": tests, "rules": rules, "timeout": timeout,
-                          "memory_mb": memory_mb, "ahead": ahead})
+                          "memory_mb": memory_mb, "reference": reference})
         seconds = job_deadline(len(tests), timeout)
         self._pending = (job, len(tests), seconds)
         self._send(job, seconds)

@@ -8,7 +8,7 @@ up, forks its fork server (:mod:`sandbox_zygote`, which never sees a job), then 
 job per line on stdin with one JSON reply per line on stdout::
 
     job:   {"code": str, "tests": [expr, ...], "rules": "benchmark"|"strict",
-            "timeout": seconds per test, "memory_mb": int, "ahead": bool}
+            "timeout": seconds per test, "memory_mb": int, "reference": bool}
     reply: {"results": [[status, detail], ...], "refused": int}
            status: ok | error | timeout | crash; refused: packets without the job's nonce
 
@@ -63,8 +63,8 @@ from sandbox_limits import EXIT_WAIT, SETUP_LIMIT  # noqa: E402
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 JOBS_TMPFS_MB = 512  # the size of the private tmpfs that holds the job folder
-# a job marked ``ahead`` (references) gets all its tests at once, after its header, when they
-# fit in this many bytes (well within a socket's send buffer, so the write never waits)
+# a reference's job gets all its tests at once, after its header, when they fit in this many
+# bytes (well within a socket's send buffer, so the write never waits)
 AHEAD_BYTES = 32 * 1024
 
 
@@ -256,8 +256,8 @@ class Worker:
                 except OSError:  # a lower bound than the children hold now: the old one stays
                     pass
             header = (json.dumps(task) + "\n").encode()
-            ahead = job.get("ahead") and "".join(json.dumps(test) + "\n"
-                                                 for test in tests[index:]).encode()
+            ahead = job.get("reference") and "".join(json.dumps(test) + "\n"
+                                                     for test in tests[index:]).encode()
             if ahead and len(ahead) <= AHEAD_BYTES:
                 # a reference: its tests at once, no round trip per test (each test is still
                 # timed from the record before it); it races only its own clock
@@ -372,17 +372,26 @@ def main():
     worker.start_zygote()  # before the first job: the zygote never holds one
     out.write(json.dumps({"isolation": worker.isolation}) + "\n")
     out.flush()
+    tidy = False  # the last job's clean-up is still to do
     try:
         for line in sys.stdin:
             if not line.strip():
                 continue
             job = json.loads(line)
             try:
+                if tidy:
+                    tidy = False
+                    worker.after_reply()
                 results, refused = worker.run(job)
             except Exception:  # noqa: BLE001 - WorkerUnusable, or anything unforeseen
                 break  # no reply: the grader restarts this worker and sends the job again
             out.write(json.dumps({"results": results, "refused": refused}) + "\n")
             out.flush()
+            if job.get("reference"):
+                # its task's answer runs now, in the other worker on this CPU: the clean-up
+                # and the next child wait for the next job, off the answer's clock
+                tidy = True
+                continue
             try:
                 worker.after_reply()
             except Exception:  # noqa: BLE001
