@@ -67,6 +67,7 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
                                   field="task.test_cases", path=path, line=index + 1)
 
     trajectories = load_trajectories(saved_path, k, validate)
+    lost: List[str] = []  # sandbox layers a restarted worker came up without
     todo = [i for i, t in enumerate(trajectories)
             if reevaluate or t.reward is None or t.extra.get(RULES_KEY, "benchmark") != grader]
 
@@ -77,7 +78,10 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
             grader, timeout=timeout, memory_mb=memory_mb, workers=workers or os.cpu_count() or 1
         )
         results = sandbox.grade(items, progress=True)
+        # every worker's isolation at every start: a layer a restarted worker lacked is
+        # listed under "lost_on_restart" (and named in the metrics line)
         arguments["sandbox_isolation"] = sandbox.isolation
+        lost.extend(sandbox.isolation.get("lost_on_restart", []))
         for i, result in zip(rows, results):
             trajectories[i].reward = result.reward
             trajectories[i].extra[RULES_KEY] = grader
@@ -94,9 +98,10 @@ def main(saved_path: str, k: int = 1, preference_path: Optional[str] = None,
         success = 100.0 * sum(r >= 1.0 for r in best) / len(best)
         pairs = len(outcome.pairs)
         pair_note = f", {pairs} preference pairs" if outcome.pairs_written else ""
+        lost_note = f", sandbox layers lost on a restart: {' '.join(lost)}" if lost else ""
         line = (f"evaluate_code: {len(outcome.rewards)} trajectories ({len(best)} tasks x {k}), "
                 f"best-of-{k} tests passed {correctness:.1f}%, success {success:.1f}%, "
-                f"graded {outcome.scored}, rules {grader}{pair_note}")
+                f"graded {outcome.scored}, rules {grader}{pair_note}{lost_note}")
         original = original_summary(
             outcome.rewards, best, k, pairs if outcome.pairs_written else None
         )
