@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, TypeVar
 
@@ -50,9 +51,27 @@ def read_jsonl(path: str, parse: Optional[Callable[[Any], T]] = None) -> List[T]
     return list(iter_jsonl(path, parse))
 
 
+# a UTF-16 surrogate code point: a Python str may hold one alone (an answer's text, a class
+# name or an exception name it made up), UTF-8 has no form for it
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: "re.Match[str]") -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
 def _to_json_line(record: Any) -> bytes:
+    """One record as a UTF-8 JSON line, other text than ASCII kept readable. A lone surrogate
+    is written as JSON's ``\\udXXX`` escape, which reads back as the same str: JSON text is
+    ASCII outside its string literals, so every surrogate found sits inside one. (A high
+    surrogate followed by a low one reads back as the one character they encode, as JSON
+    defines it.)"""
     data = record.to_dict() if isinstance(record, Record) else record
-    return (json.dumps(data, ensure_ascii=False) + "\n").encode("utf-8")
+    text = json.dumps(data, ensure_ascii=False) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(_escape_surrogate, text).encode("utf-8")
 
 
 def repair_tail(path: str) -> int:

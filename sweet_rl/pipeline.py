@@ -17,10 +17,13 @@ own threads:
 * the environments (dialogue state) are touched by the calling thread only; a frontend
   environment's slow turns (page renders) go to ``record_workers`` threads.
 
-Results do not depend on scheduling: a dialogue's turns depend only on its own history, the
-simulator is greedy, and every agent call is seeded by the dialogue's row and turn
-(:func:`sweet_rl.seeding.turn_seed`), which the agent backends honour whatever the batch is
-made of. So a run gives the same trajectories, row for row, as the lockstep loop.
+Each dialogue's turns are those of :class:`sweet_rl.dialogue.Dialogue`, the state machine the
+lockstep loop drives too: this scheduler only sends each dialogue's next call to the side that
+serves it and feeds the result back. Results do not depend on scheduling: a dialogue's turns
+depend only on its own history, the simulator is greedy, and every agent call is seeded by the
+dialogue's row and turn (:func:`sweet_rl.seeding.turn_seed`), which the agent backends honour
+whatever the batch is made of. So a run gives the same trajectories, row for row, as the
+lockstep loop.
 
 At most ``window`` dialogues are open at once (simulate's ``--batch_size``); the next starts
 when one ends. Each finished dialogue is handed to ``on_finish(index, trajectory)`` at once.
@@ -35,24 +38,40 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional, Sequence
 
 from sweet_rl.agents.base import Agent
+from sweet_rl.dialogue import (AgentCall, Dialogue, SimulatorCall, agent_outputs,
+                               simulator_replies)
 from sweet_rl.environments.base import CollaborationEnv
 from sweet_rl.records import Trajectory
-from sweet_rl.seeding import turn_seed
 from sweet_rl.simulators.base import Simulator
 
 _STOP = object()
+_OPENED = object()  # the event of a dialogue let into the window: it has no result to take
+
+
+class _Failure:
+    """An exception raised off the calling thread, carried to it to be raised there."""
+
+    def __init__(self, error: BaseException):
+        self.error = error
+
+
+def _outcome(call: Callable[[], object]):
+    try:
+        return call()
+    except BaseException as error:
+        return _Failure(error)
 
 
 class _Server:
     """Threads that serve a queue of requests, ``batch`` at most per call of ``serve``.
 
-    ``serve(items) -> results`` (same length and order); each result, or the exception the
-    call raised, is posted to ``events`` as ``(kind, index, result)``."""
+    ``serve(items) -> results`` (same length and order); each result is posted to ``events``
+    as ``(index, result)``, the exception a call raised as ``(-1, _Failure(error))``."""
 
     def __init__(self, serve: Callable[[list], list], events: "queue.Queue", kind: str,
                  threads: int = 1, batch: int = 1):
         self.requests: "queue.Queue" = queue.Queue()
-        self.serve, self.events, self.kind, self.batch = serve, events, kind, max(1, batch)
+        self.serve, self.events, self.batch = serve, events, max(1, batch)
         self.threads = [threading.Thread(target=self._loop, name=f"{kind}-{n}", daemon=True)
                         for n in range(max(1, threads))]
         for thread in self.threads:
@@ -76,16 +95,12 @@ class _Server:
                     self.requests.put(_STOP)  # for this thread's next turn: serve, then stop
                     break
                 taken.append(more)
-            try:
-                results = self.serve([item for _, item in taken])
-                if len(results) != len(taken):
-                    raise RuntimeError(f"{self.kind} returned {len(results)} results for "
-                                       f"{len(taken)} requests")
-            except BaseException as error:  # the calling thread re-raises it
-                self.events.put(("error", -1, error))
+            results = _outcome(lambda: self.serve([item for _, item in taken]))
+            if isinstance(results, _Failure):
+                self.events.put((-1, results))
                 continue
             for (index, _), result in zip(taken, results):
-                self.events.put((self.kind, index, result))
+                self.events.put((index, result))
 
     def stop(self) -> None:
         for _ in self.threads:
@@ -103,40 +118,35 @@ def run_pipelined(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Sim
 
     ``row_seeds[i]`` seeds dialogue i's agent calls (turn by turn); ``keys[i]`` (default: i)
     names dialogue i to the simulator, which may pin it to one server. ``progress`` (a tqdm
-    bar, optional) advances by one per finished dialogue.
+    bar, optional) advances by one per finished dialogue. An environment that is already over
+    is handed to ``on_finish`` as it is.
     """
     keys = list(keys) if keys is not None else list(range(len(envs)))
+    dialogues = [Dialogue(env, seed, key) for env, seed, key in zip(envs, row_seeds, keys)]
     events: "queue.Queue" = queue.Queue()
     agent_parallel = agent.parallel_requests
-    agent_server = _Server(lambda items: agent.generate([m for m, _, _ in items],
-                                                        seeds=[s for _, s, _ in items],
-                                                        keys=[k for _, _, k in items]),
-                           events, "agent", threads=agent_concurrency if agent_parallel else 1,
+    agent_server = _Server(lambda calls: agent_outputs(agent, calls), events, "agent",
+                           threads=agent_concurrency if agent_parallel else 1,
                            batch=1 if agent_parallel else agent_batch)
     parallel = simulator.parallel_requests
-    simulator_server = _Server(
-        lambda items: simulator.reply_batch([m for m, _ in items], keys=[k for _, k in items]),
-        events, "simulator", threads=simulator_concurrency if parallel else 1,
-        batch=1 if parallel else agent_batch)
+    simulator_server = _Server(lambda calls: simulator_replies(simulator, calls), events,
+                               "simulator", threads=simulator_concurrency if parallel else 1,
+                               batch=1 if parallel else agent_batch)
     workers = max((env.record_workers for env in envs), default=1)
     recorder = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="record") \
         if workers > 1 else None
 
-    def slow(index: int, kind: str, call: Callable[[], object]) -> None:
-        """Run an environment step that may do slow I/O: in the pool when there is one."""
-        if recorder is None:
-            events.put((kind, index, _outcome(call)))
-        else:
-            recorder.submit(lambda: events.put((kind, index, _outcome(call))))
-
-    def ask_agent(i: int) -> None:
-        agent_server.submit(i, (envs[i].agent_messages(), turn_seed(row_seeds[i], envs[i].steps),
-                                keys[i]))
-
-    def ask_simulator(i: int, reminder: bool = False) -> None:
-        messages = envs[i].simulator_messages(reminder=True) if reminder \
-            else envs[i].simulator_messages()
-        simulator_server.submit(i, (messages, keys[i]))
+    def dispatch(i: int) -> None:
+        """Send dialogue i's next call where it is served; its result comes back as an event."""
+        call = dialogues[i].call()
+        if isinstance(call, AgentCall):
+            agent_server.submit(i, call)
+        elif isinstance(call, SimulatorCall):
+            simulator_server.submit(i, call)
+        elif recorder is None:  # an environment step, on this thread
+            events.put((i, _outcome(call.run)))
+        else:  # an environment step that may do slow I/O, in the pool
+            recorder.submit(lambda: events.put((i, _outcome(call.run))))
 
     waiting = deque(range(len(envs)))
     open_count = finished = 0
@@ -145,59 +155,32 @@ def run_pipelined(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Sim
     def start_more() -> None:
         nonlocal open_count
         while waiting and open_count < limit:
-            i = waiting.popleft()
             open_count += 1
-            if envs[i].done:  # nothing to play (e.g. restored): finish at once
-                events.put(("prepared", i, None))
-            else:
-                slow(i, "prepared", envs[i].prepare)
+            events.put((waiting.popleft(), _OPENED))
 
     try:
         start_more()
         while finished < len(envs):
-            kind, i, payload = events.get()
-            if kind == "error" or isinstance(payload, _Failure):
-                raise payload.error if isinstance(payload, _Failure) else payload
-            env = envs[i]
-            if kind == "agent":
-                slow(i, "recorded", lambda env=env, out=payload:
-                     env.record_agent_turn(out.prompt, out.output, out.extra))
+            i, result = events.get()
+            if isinstance(result, _Failure):
+                raise result.error
+            dialogue = dialogues[i]
+            if result is not _OPENED:
+                dialogue.advance(result)
+            if not dialogue.done:
+                dispatch(i)
                 continue
-            if kind == "simulator":
-                if env.wants_resample(payload):
-                    ask_simulator(i, reminder=True)
-                    continue
-                env.record_user_reply(payload)
-            if env.done:  # after "prepared", "recorded" or "simulator"
-                on_finish(i, env.trajectory())
-                finished += 1
-                open_count -= 1
-                if progress is not None:
-                    progress.update(1)
-                start_more()
-            elif kind == "recorded":
-                ask_simulator(i)
-            else:  # prepared, or the human answered: the agent's turn
-                ask_agent(i)
+            on_finish(i, dialogue.env.trajectory())
+            finished += 1
+            open_count -= 1
+            if progress is not None:
+                progress.update(1)
+            start_more()
     finally:
         agent_server.stop()
         simulator_server.stop()
         if recorder is not None:
             recorder.shutdown(wait=True)
-
-
-class _Failure:
-    """An exception raised by an environment step, carried to the calling thread."""
-
-    def __init__(self, error: BaseException):
-        self.error = error
-
-
-def _outcome(call: Callable[[], object]):
-    try:
-        return call()
-    except BaseException as error:
-        return _Failure(error)
 
 
 __all__: List[str] = ["run_pipelined"]

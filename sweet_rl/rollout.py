@@ -1,4 +1,12 @@
-"""Run batches of dialogues: one batched agent call and one batched simulator call per turn.
+"""Run batches of dialogues in lockstep: one batched agent call and one batched simulator call
+per turn, the original's loop.
+
+The turn protocol is :class:`sweet_rl.dialogue.Dialogue`'s; this driver only adds the per-turn
+barrier. At each step it serves, as one batch, every open dialogue that is furthest into the
+turn (a resample before anything else, then the recording, the agent, the set-up), so a turn's
+resamples are all answered before the next agent call, and every agent call holds all the
+dialogues still open. The pipelined driver, :func:`sweet_rl.pipeline.run_pipelined`, plays the
+same dialogues without the barrier and gives the same rows.
 
 Environments whose turns do slow I/O (the frontend one renders every page in a browser) say so
 with ``record_workers`` > 1 (declared on :class:`~sweet_rl.environments.base.CollaborationEnv`,
@@ -10,18 +18,19 @@ calling thread, where the base class's ``prepare()`` does nothing.
 
 from __future__ import annotations
 
-import functools
-import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional, Sequence
 
 from sweet_rl.agents.base import Agent
+from sweet_rl.dialogue import (GENERATING, INTERACTING, PREPARING, RECORDING, Dialogue,
+                               agent_outputs, simulator_replies)
 from sweet_rl.environments.base import CollaborationEnv
 from sweet_rl.records import Trajectory
-from sweet_rl.seeding import row_seed, turn_seed
+from sweet_rl.seeding import row_seed
 from sweet_rl.simulators.base import Simulator
 
-logger = logging.getLogger(__name__)
+# The steps of a turn, the latest first: the barrier serves the latest step any dialogue is at.
+_LATEST_FIRST = (INTERACTING, RECORDING, GENERATING, PREPARING)
 
 
 def run_calls(calls: Sequence[Callable[[], object]], workers: int) -> List[object]:
@@ -43,45 +52,28 @@ def run_dialogues(envs: Sequence[CollaborationEnv], agent: Agent, simulator: Sim
     ``row_seeds`` (one per environment; by default those of a run seeded 0) give each turn's
     agent call its seed, :func:`sweet_rl.seeding.turn_seed`. ``keys`` (default: positions)
     name the dialogues to the simulator, which may pin each to one server. ``progress`` (a
-    tqdm bar, optional) is advanced by one as each dialogue finishes. The pipelined loop,
-    :func:`sweet_rl.pipeline.run_pipelined`, plays the same dialogues without the per-turn
-    barrier.
+    tqdm bar, optional) is advanced by one as each dialogue finishes. An environment that is
+    already over is left as it is.
     """
     seeds = list(row_seeds) if row_seeds is not None else [row_seed(0, i) for i in range(len(envs))]
     keys = list(keys) if keys is not None else list(range(len(envs)))
     workers = max((env.record_workers for env in envs), default=1)
-    active = [i for i, env in enumerate(envs) if not env.done]
-    run_calls([envs[i].prepare for i in active], workers)
-    ended = [i for i in active if envs[i].done]  # e.g. the reference did not render
-    if ended:
-        active = [i for i in active if not envs[i].done]
-        if progress is not None:
-            progress.update(len(ended))
-    while active:
-        outputs = agent.generate([envs[i].agent_messages() for i in active],
-                                 seeds=[turn_seed(seeds[i], envs[i].steps) for i in active],
-                                 keys=[keys[i] for i in active])
-        if len(outputs) != len(active):
-            raise RuntimeError(f"agent returned {len(outputs)} outputs for {len(active)} dialogues")
-        run_calls([functools.partial(envs[i].record_agent_turn, out.prompt, out.output,
-                                     out.extra)
-                   for i, out in zip(active, outputs)], workers)
-        waiting = [i for i in active if not envs[i].done]
-        reminder = False
-        while waiting:  # a reply that leaks the reference may be asked for again (resample)
-            replies = simulator.reply_batch(
-                [envs[i].simulator_messages(reminder=True) if reminder
-                 else envs[i].simulator_messages() for i in waiting],
-                keys=[keys[i] for i in waiting])
-            again = []
-            for i, reply in zip(waiting, replies):
-                if envs[i].wants_resample(reply):
-                    again.append(i)
-                else:
-                    envs[i].record_user_reply(reply)
-            waiting, reminder = again, True
-        still = [i for i in active if not envs[i].done]
-        if progress is not None:
-            progress.update(len(active) - len(still))
-        active = still
+    dialogues = [Dialogue(env, seed, key) for env, seed, key in zip(envs, seeds, keys)]
+    open_ = [dialogue for dialogue in dialogues if not dialogue.done]
+    while open_:
+        state = next(s for s in _LATEST_FIRST if any(d.state == s for d in open_))
+        batch = [dialogue for dialogue in open_ if dialogue.state == state]
+        calls = [dialogue.call() for dialogue in batch]
+        if state == GENERATING:
+            results = agent_outputs(agent, calls)
+        elif state == INTERACTING:
+            results = simulator_replies(simulator, calls)
+        else:  # set-up or recording: environment steps, concurrent for slow environments
+            results = run_calls([call.run for call in calls], workers)
+        for dialogue, result in zip(batch, results):
+            dialogue.advance(result)
+        still = [dialogue for dialogue in open_ if not dialogue.done]
+        if progress is not None and len(still) < len(open_):
+            progress.update(len(open_) - len(still))
+        open_ = still
     return [env.trajectory() for env in envs]

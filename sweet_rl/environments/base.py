@@ -1,9 +1,10 @@
 """A collaborative dialogue between an agent and a simulated human, one task at a time.
 
 The environment owns the dialogue state and the protocol; it does not call models itself.
-:mod:`sweet_rl.rollout` asks every running environment for the agent's and the simulator's
-inputs, sends them to the models in batches, and feeds the replies back — so one batched
-generate call serves all dialogues that are still running.
+A :class:`sweet_rl.dialogue.Dialogue` asks its environment for the agent's and the
+simulator's inputs and feeds the replies back; the drivers (:mod:`sweet_rl.rollout`,
+:mod:`sweet_rl.pipeline`) send those inputs to the models in batches — so one batched
+generate call serves many dialogues at once.
 
 What each model sees is the original's layout, because the published numbers depend on it:
 
@@ -111,8 +112,8 @@ class CollaborationEnv:
     def prepare(self) -> None:
         """Slow set-up before the first turn (the frontend renders its reference page).
 
-        :mod:`sweet_rl.rollout` calls it for every running environment of a batch, from
-        ``record_workers`` threads, so that set-up runs concurrently. It may end the dialogue
+        The rollout drivers call it for every environment they open, from ``record_workers``
+        threads, so that set-up runs concurrently. It may end the dialogue
         (``done``). Nothing to do here.
         """
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from sweet_rl.grading.code_extraction import extract_code, is_blocked
-from sweet_rl.grading.sandbox.client import SandboxWorker
+from sweet_rl.grading.sandbox.client import SandboxWorker, weakest
 from sweet_rl.grading.sandbox.sandbox_compare import resolve, verdict
 from sweet_rl.grading.sandbox.sandbox_decode import DecodeError, decode
 from sweet_rl.grading.test_report import cut, result_entry, short_repr, status_text
@@ -167,6 +167,8 @@ class Grader:
         self.scratch_root = (
             scratch_root  # where workers make their scratch folders (default: TMPDIR)
         )
+        # the isolation every worker of the last grade() had, at every start; a layer a
+        # restarted worker came up without is named in ``isolation["lost_on_restart"]``
         self.isolation: Dict[str, object] = {}
         self._reference_cache: Dict[tuple, List[List[str]]] = {}
 
@@ -180,6 +182,7 @@ class Grader:
         bar = tqdm(total=len(items), desc=f"grading ({self.rules} rules)", disable=not progress)
         lock = threading.Lock()
         failures: List[BaseException] = []
+        self.isolation = {}
 
         def work(slot: int) -> None:
             try:
@@ -187,7 +190,9 @@ class Grader:
                     SandboxWorker(2 * slot, self.scratch_root, self.memory_mb) as reference_worker,
                     SandboxWorker(2 * slot + 1, self.scratch_root, self.memory_mb) as answer_worker,
                 ):
-                    self._note_isolation(answer_worker.isolation)
+                    pair = (reference_worker, answer_worker)
+                    with lock:
+                        self._note_isolation(pair)
                     while True:
                         try:
                             index = todo.get_nowait()
@@ -197,6 +202,7 @@ class Grader:
                             items[index], reference_worker, answer_worker
                         )
                         with lock:
+                            self._note_isolation(pair)  # a restart may have lost a layer
                             bar.update(1)
             except BaseException as error:  # surfaced below, after every thread stopped
                 failures.append(error)
@@ -212,21 +218,31 @@ class Grader:
             raise failures[0]
         return results  # type: ignore[return-value]
 
-    def _note_isolation(self, isolation: Dict[str, object]) -> None:
-        if not self.isolation:
+    def _note_isolation(self, workers: Sequence[SandboxWorker]) -> None:
+        """Fold what ``workers`` had at every start into :attr:`isolation` (under the lock)."""
+        first = not self.isolation
+        merged = dict(self.isolation)
+        lost = set(merged.pop("lost_on_restart", []))
+        for worker in workers:
+            merged = weakest(merged, worker.weakest) if merged else dict(worker.weakest)
+            lost.update(worker.lost)
+        if lost:
+            merged["lost_on_restart"] = sorted(lost)
+        if first:
             missing = [
                 name
                 for name, on in (
-                    ("a private network", isolation.get("private_network")),
-                    ("Landlock", isolation.get("landlock_abi")),
-                    ("seccomp", isolation.get("seccomp")),
+                    ("a private network", merged.get("private_network")),
+                    ("Landlock", merged.get("landlock_abi")),
+                    ("seccomp", merged.get("seccomp")),
+                    ("a pid namespace", merged.get("pid_namespace")),
                 )
                 if not on
             ]
             if missing:
                 logger.warning("the sandbox runs without %s on this machine: model-written code "
                                "is less isolated than it should be", ", ".join(missing))
-        self.isolation = isolation
+        self.isolation = merged
 
     def _grade_one(self, item: GradeItem, reference_worker: SandboxWorker,
                    answer_worker: SandboxWorker) -> GradeResult:
@@ -243,12 +259,14 @@ class Grader:
             return GradeResult(0.0, 0, len(tests), blocked_word=blocked,
                                tests=["blocked"] * len(tests), test_results=not_run)
         # the reference first, then the answer: both workers share one CPU (see
-        # sandbox_confine.pin_to_one_cpu), and an answer must never lose time to its reference
+        # sandbox_confine.pin_to_one_cpu), and an answer must never lose time to its reference.
+        # A reference runs in fresh children like an answer: nothing it does to its process
+        # (a patched module, a changed decimal context, a finalizer) reaches another task's
         key = (reference_code, tuple(tests))
         reference = self._reference_cache.get(key)
         if reference is None:
             reference = reference_worker.run(reference_code, tests, self.rules,
-                                             self.reference_timeout, self.memory_mb, reuse=True)
+                                             self.reference_timeout, self.memory_mb, reference=True)
             self._reference_cache[key] = reference
         refused = answer_worker.refused
         outputs = answer_worker.run(code, tests, self.rules, self.timeout, self.memory_mb)

@@ -180,7 +180,8 @@ def _write_container(value, out: _Writer, depth: int) -> None:
     elif kind in _DICT_VIEWS:
         _items(f"{_DICT_VIEWS[kind]}([", value, "])", out, depth)
     elif kind is NumpyScalar:
-        out.add(f"np.{_SCALAR_NAMES.get(value.kind, value.kind)}(")
+        bits = str(8 * value.size) if value.size else ""  # np.float32, np.complex64
+        out.add(f"np.{_SCALAR_NAMES.get(value.kind, value.kind)}{bits}(")
         _write(value.value, out, depth + 1)
         out.add(")")
     elif kind is NumpyArray:

@@ -56,6 +56,7 @@ class CodeEvaluation(Evaluation):
     def __init__(self, opts: EvaluateCodeOptions):
         super().__init__(opts)
         self.skip_errors = opts.skip_errors
+        self.lost: List[str] = []  # sandbox layers a restarted worker came up without
 
     def check_rows(self, path, trajectories) -> None:
         from sweet_rl.records import RecordError
@@ -81,7 +82,10 @@ class CodeEvaluation(Evaluation):
         sandbox = Grader(opts.grader, timeout=opts.timeout, memory_mb=opts.memory_mb,
                          workers=opts.workers or os.cpu_count() or 1)
         results = sandbox.grade(items, progress=True)
+        # every worker's isolation at every start: a layer a restarted worker lacked is
+        # listed under "lost_on_restart" (and named in the metrics line)
         self.arguments["sandbox_isolation"] = sandbox.isolation
+        self.lost.extend(sandbox.isolation.get("lost_on_restart", []))
         for i, result in zip(rows, results):
             extra = trajectories[i].extra
             trajectories[i].reward = result.reward
@@ -104,9 +108,11 @@ class CodeEvaluation(Evaluation):
         success = 100.0 * sum(r >= 1.0 for r in best) / len(best)
         pairs = len(outcome.pairs)
         pair_note = f", {pairs} preference pairs" if outcome.pairs_written else ""
+        lost = self.lost
+        lost_note = f", sandbox layers lost on a restart: {' '.join(lost)}" if lost else ""
         line = (f"evaluate_code: {len(outcome.rewards)} trajectories ({len(best)} tasks x {k}), "
                 f"best-of-{k} tests passed {correctness:.1f}%, success {success:.1f}%, "
-                f"graded {outcome.scored}, rules {self.opts.grader}{pair_note}")
+                f"graded {outcome.scored}, rules {self.opts.grader}{pair_note}{lost_note}")
         original = original_summary(outcome.rewards, best, k,
                                     pairs if outcome.pairs_written else None)
         return {"correctness": correctness, "success": success, "pairs": pairs}, [line] + original

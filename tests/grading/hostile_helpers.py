@@ -262,9 +262,12 @@ def grade_batch(rules: str, folder: str, scratch_root: str, workers: int = 2) ->
         )
         return {"isolation": grader.isolation,
                 "expected": {row["name"]: row["expected"][rules] for row in rows},
+                "verdicts": {row["name"]: row["verdicts"] for row in rows if "verdicts" in row},
+                "refused": {row["name"]: row["refused"] for row in rows if "refused" in row},
                 "results": {row["name"]: {"reward": result.reward, "tests": result.tests,
                                           "refused": result.refused,
-                                          "blocked_word": result.blocked_word}
+                                          "blocked_word": result.blocked_word,
+                                          "test_results": result.test_results}
                             for row, result in zip(rows, graded)},
                 "problems": world.problems(),
                 "workers_left": worker_processes(scratch_root),

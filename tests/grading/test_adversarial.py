@@ -26,6 +26,7 @@ import pytest
 
 from sweet_rl.grading.sandbox import sandbox_confine as confine
 from sweet_rl.grading.grader import RULES, Grader
+from sweet_rl.io import read_jsonl, write_jsonl
 from sweet_rl.grading.sandbox.client import SandboxError, SandboxWorker
 from sweet_rl.grading.sandbox.sandbox_cleanup import scratch_reachable
 from tests.grading.hostile_helpers import (FIXTURE, PROJECT, SECRET, grade_batch, load_rows,
@@ -40,7 +41,10 @@ REQUIRED = ("fork_bomb", "memory_bomb", "infinite_loop", "reads_input", "print_f
             "eq_spoof_comparing_test", "sigmask_blocks_alarm", "bare_except_slow_loop",
             "handler_returns_and_timer_cleared", "rewinds_the_childs_clock",
             "forge_guessed_nonces", "packet_drip", "signal_syscalls", "pidfd_getfd_worker",
-            "unix_datagrams")
+            "unix_datagrams", "unencodable_names", "large_reply", "fake_end_of_stream",
+            "reopen_job_channel", "orphan_maker", "keepalive_and_padding",
+            "reference_changes_its_process", "watches_files_outside", "realtime_signal_self",
+            "numpy_float32_against_python_floats")
 
 # Per-test verdicts of newer rows, where the words follow from the attack alone:
 TIME_LIMIT_DODGES = {
@@ -90,7 +94,7 @@ def require_seccomp(scratch):
             pytest.fail("no seccomp here: refusing to run attacks that signal every process")
 
 
-def check_batch(summary, rules):
+def check_batch(summary, rules, tmp_path):
     """Every assertion on one graded batch (the same for every uid it ran as)."""
     results = summary["results"]
     for required in REQUIRED:
@@ -99,13 +103,31 @@ def check_batch(summary, rules):
     expected = summary["expected"]
     assert got == expected, {n: (got[n], expected[n]) for n in got if got[n] != expected[n]}
     tests = {name: row["tests"] for name, row in results.items()}
+    # the verdict words and refused packets a row states, where it states them
+    wrong = {name: (tests[name], words) for name, words in summary["verdicts"].items()
+             if tests[name] != words}
+    assert wrong == {}
+    for name, refused in summary["refused"].items():
+        assert (results[name]["refused"] > 0 if refused == "some"
+                else results[name]["refused"] == refused), (name, results[name]["refused"])
 
     # nothing escaped: files, metadata, network, signals, IPC, keyring; no process left,
-    # every scratch folder removed
+    # every scratch folder removed; no worker came back from a restart with a layer less
     assert summary["problems"] == []
     assert summary["workers_left"] == []
     assert summary["scratch_left"] == []
     assert summary["isolation"]["seccomp"] is True
+    assert summary["isolation"]["pid_namespace"] is True
+    assert "lost_on_restart" not in summary["isolation"]
+
+    # the row writer takes every text an answer put into a row (lone surrogates included)
+    # and reads it back the same
+    rows = [{"name": name, "grader_tests": row["tests"], "test_results": row["test_results"]}
+            for name, row in results.items()]
+    written = tmp_path / "graded_rows.jsonl"
+    write_jsonl(str(written), rows)
+    assert read_jsonl(str(written)) == rows
+    assert "\\ud800" in written.read_text(encoding="utf-8")
 
     # answers that defeat the child's own timer are still cut per test by the worker's clock,
     # and results delivered before a crash are kept
@@ -152,7 +174,7 @@ def test_every_attack_gets_its_expected_score(rules, tmp_path, scratch, monkeypa
         assert required in names
     require_seccomp(scratch)
     summary = grade_batch(rules, str(tmp_path), scratch)
-    check_batch(summary, rules)
+    check_batch(summary, rules, tmp_path)
     assert sorted(summary["results"]) == sorted(names)
     out, err = capfd.readouterr()
     assert "flood" not in out and "flood" not in err
@@ -208,7 +230,7 @@ def as_user_obstacle(uid, gid, folder):
 
 
 @pytest.mark.parametrize("rules", RULES)
-def test_every_attack_gets_its_expected_score_as_an_unprivileged_user(rules):
+def test_every_attack_gets_its_expected_score_as_an_unprivileged_user(rules, tmp_path):
     if os.geteuid() != 0:
         pytest.skip(f"this run is already unprivileged (uid {os.geteuid()}): "
                     "test_every_attack_gets_its_expected_score is that half")
@@ -228,7 +250,7 @@ def test_every_attack_gets_its_expected_score_as_an_unprivileged_user(rules):
             summary = json.load(handle)
         # a worker started by a normal user runs as that user (in its own namespaces)
         assert summary["isolation"]["user"] == "the calling user"
-        check_batch(summary, rules)
+        check_batch(summary, rules, tmp_path)
         assert worker_processes(folder) == []
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -18,11 +18,12 @@ import time
 
 import pytest
 
+from sweet_rl.grading.grader import RULES
+from sweet_rl.grading.sandbox.sandbox_limits import TEST_OVERHEAD
 from tests.grading.hostile_helpers import (PROJECT, SECRET, HostileWorld, make_scratch_root,
                                               worker_processes)
 
 SCRIPT = os.path.join(PROJECT, "scripts", "evaluate_code.py")
-SANDBOX = os.path.join(PROJECT, "sweet_rl", "grading", "sandbox")
 TIMEOUT = 1.0  # --timeout: seconds per test, as the fixture's expected scores assume
 WORKERS = 2  # --workers: grading threads, each with a reference worker and an answer worker
 # Beyond the per-test worst case: starting the interpreter and importing the grader, starting
@@ -48,25 +49,15 @@ def trajectory(row: dict) -> dict:
     }
 
 
-def record_limits() -> dict:
-    """``SETUP_LIMIT`` and ``GRACE`` of sandbox_records, read as the worker reads them: that
-    module imports its siblings by plain name, so it loads by path in a fresh interpreter."""
-    script = (f"import json, sys; sys.path.insert(0, {SANDBOX!r}); import sandbox_records as r; "
-              "print(json.dumps({'SETUP_LIMIT': r.SETUP_LIMIT, 'GRACE': r.GRACE}))")
-    done = subprocess.run([sys.executable, "-S", "-c", script], capture_output=True, text=True,
-                          check=True, timeout=60)
-    return json.loads(done.stdout)
+def wall_bound(rows: list) -> float:
+    """The longest the run may take. Per test, the worker's every wait has a deadline, which
+    add up to the test's limit plus sandbox_limits.TEST_OVERHEAD (sandbox_worker's worst case
+    per job: tests x (timeout + TEST_OVERHEAD)); answers are spread over WORKERS threads (the
+    reference of a row runs beside its answer, in another worker):
 
-
-def wall_bound(rows: list, limits: dict) -> float:
-    """The longest the run may take. Per test, the worker gives a child SETUP_LIMIT seconds
-    to start and the test's limit plus GRACE before it kills it (sandbox_worker's worst case
-    per job: tests x (timeout + GRACE + SETUP_LIMIT)); answers are spread over WORKERS
-    threads (the reference of a row runs beside its answer, in another worker):
-
-        sum over rows of tests x (TIMEOUT + GRACE + SETUP_LIMIT) / WORKERS + MARGIN
+        sum over rows of tests x (TIMEOUT + TEST_OVERHEAD) / WORKERS + MARGIN
     """
-    per_test = TIMEOUT + limits["GRACE"] + limits["SETUP_LIMIT"]
+    per_test = TIMEOUT + TEST_OVERHEAD
     return sum(len(row["test_cases"]) for row in rows) * per_test / WORKERS + MARGIN
 
 
@@ -79,12 +70,11 @@ def scratch():
 
 def test_a_file_of_hostile_answers_is_graded_to_the_end_in_bounded_time(tmp_path, scratch,
                                                                        record_property):
-    bound_limits = record_limits()
     with HostileWorld(tmp_path) as world:
         rows = world.load()
         path = tmp_path / "hostile.jsonl"
         path.write_text("".join(json.dumps(trajectory(row)) + "\n" for row in rows))
-        bound = wall_bound(rows, bound_limits)
+        bound = wall_bound(rows)
         env = dict(os.environ, TMPDIR=scratch, SWEET_RL_ADVERSARIAL_SECRET=SECRET)
         command = [sys.executable, SCRIPT, str(path), "--timeout", str(TIMEOUT),
                    "--memory_mb", "512", "--workers", str(WORKERS)]
@@ -115,3 +105,38 @@ def test_a_file_of_hostile_answers_is_graded_to_the_end_in_bounded_time(tmp_path
     assert worker_processes(scratch) == []
     assert os.listdir(scratch) == []
     assert took < bound
+
+
+# rows whose text, names or outputs once ended a run (lone surrogates) or stalled it, each with
+# the honest answer graded right after it
+TEXT_AND_STALLS = ("unencodable_names", "honest_after_unencodable_names", "large_reply",
+                   "honest_after_large_reply", "fake_end_of_stream",
+                   "honest_after_fake_end_of_stream", "reopen_job_channel",
+                   "honest_after_reopen_job_channel")
+
+
+@pytest.mark.parametrize("rules", RULES)
+def test_every_row_is_written_under_either_rules_whatever_text_an_answer_makes(
+        tmp_path, scratch, rules):
+    with HostileWorld(tmp_path) as world:
+        rows = [row for row in world.load() if row["name"] in TEXT_AND_STALLS]
+        assert len(rows) == len(TEXT_AND_STALLS)
+        path = tmp_path / "text.jsonl"
+        path.write_text("".join(json.dumps(trajectory(row)) + "\n" for row in rows))
+        env = dict(os.environ, TMPDIR=scratch)
+        command = [sys.executable, SCRIPT, str(path), "--timeout", str(TIMEOUT),
+                   "--memory_mb", "512", "--workers", str(WORKERS), "--grader", rules]
+        done = subprocess.run(command, cwd=PROJECT, env=env, capture_output=True, text=True,
+                              timeout=wall_bound(rows) + 120)
+    assert done.returncode == 0, done.stderr[-4000:]
+    raw = path.read_bytes()
+    raw.decode("utf-8")  # strict: every row is valid UTF-8
+    graded = [json.loads(line) for line in raw.splitlines() if line.strip()]
+    assert [out["answer"] for out in graded] == [row["answer"] for row in rows]  # read back
+    for row, out in zip(rows, graded):
+        assert out["grader_rules"] == rules
+        assert out["reward"] == row["expected"][rules], row["name"]
+        assert out["grader_tests"] == row["verdicts"], row["name"]
+    unencodable = graded[0]["test_results"][0]["got"]
+    assert unencodable == "<opaque N\ud800>"
+    assert worker_processes(scratch) == []

@@ -67,7 +67,8 @@ REFUSED_X86 = {
     "fchmod": 91, "fchmodat": 268, "chown": 92, "fchown": 93, "lchown": 94, "fchownat": 260,
     "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280, "setxattr": 188,
     "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197, "lremovexattr": 198,
-    "fremovexattr": 199,
+    "fremovexattr": 199, "inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254,
+    "fanotify_init": 300, "fanotify_mark": 301,
 }
 REFUSED_ARM64 = {
     "clone": 220, "clone3": 435, "execve": 221, "execveat": 281, "kill": 129, "tkill": 130,
@@ -90,6 +91,7 @@ REFUSED_ARM64 = {
     "mq_timedreceive": 183, "mq_notify": 184, "mq_getsetattr": 185, "fchmod": 52,
     "fchmodat": 53, "fchown": 55, "fchownat": 54, "utimensat": 88, "setxattr": 5,
     "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15, "fremovexattr": 16,
+    "inotify_init1": 26, "inotify_add_watch": 27, "fanotify_init": 262, "fanotify_mark": 263,
 }
 # calls allowed only on the caller itself (pid 0 in the first argument)
 SELF_ONLY_X86 = {"prlimit64": 302, "sched_setaffinity": 203, "sched_setscheduler": 144,
@@ -104,6 +106,10 @@ ROWS_X86 = [
     # (nr, args, verdict): plain calls the child needs
     (0, (), ALLOW), (1, (), ALLOW), (9, (), ALLOW), (3, (), ALLOW),  # read, write, mmap, close
     (317, (), ALLOW), (157, (), ALLOW),  # seccomp (adding filters only narrows), prctl
+    # prctl(option): PR_SET_PDEATHSIG (1) refused, whatever the option's upper half holds;
+    # PR_GET_PDEATHSIG (2), PR_SET_NAME (15) and the others kept
+    (157, (1, 0), EPERM), (157, (HIGH | 1, 0), EPERM), (157, (2, 0), ALLOW),
+    (157, (15, 0), ALLOW),
     # sendto(fd, buf, len, flags, dest_addr, addrlen): refused when dest_addr is not NULL,
     # whichever half of the pointer is set
     (44, (3, 0, 1, 0, 0, 0), ALLOW), (44, (3, 0, 1, 0, 0x7FFD1000, 16), EPERM),
@@ -140,6 +146,7 @@ ROWS_ARM64 = [
     (63, (), ALLOW), (64, (), ALLOW), (222, (), ALLOW),  # read, write, mmap
     (57, (), ALLOW),  # close on arm64 (fork's number on x86-64: the tables must not be mixed)
     (277, (), ALLOW), (167, (), ALLOW),  # seccomp, prctl
+    (167, (1, 0), EPERM), (167, (2, 0), ALLOW),
     (206, (3, 0, 1, 0, 0, 0), ALLOW), (206, (3, 0, 1, 0, 0x7FFD1000, 16), EPERM),
     (206, (3, 0, 1, 0, HIGH, 16), EPERM),
     (25, (3, 8, 1), EPERM), (25, (3, 10, 9), EPERM), (25, (3, 15, 0), EPERM),
@@ -173,7 +180,8 @@ def test_seccomp_program_verdicts(machine, arch, refused, self_only, rows):
     for foreign in (0x40000003, 0x40000028, X86 if arch == ARM64 else ARM64):
         assert run_bpf(program, foreign, 1) == KILL
     # nothing else is refused: every number below 1000 that is not listed is allowed
-    filtered = {"x86_64": {44, 72, 16, 141, 251}, "aarch64": {206, 25, 29, 140, 30}}[machine]
+    filtered = {"x86_64": {44, 72, 16, 141, 251, 157},
+                "aarch64": {206, 25, 29, 140, 30, 167}}[machine]
     for nr in set(range(1000)) - set(refused.values()) - set(self_only.values()) - filtered:
         assert run_bpf(program, arch, nr) == ALLOW, nr
 
@@ -186,24 +194,30 @@ SEVERITY = {ALLOW: 0, EPERM: 1, KILL: 2}  # the kernel applies the strictest fil
 def test_the_two_stages_together_give_the_whole_filter(machine, arch, rows):
     whole = sandbox_seccomp.seccomp_program(machine)
     server = sandbox_seccomp.seccomp_program(machine, "fork_server")
-    spawn = sandbox_seccomp.seccomp_program(machine, "spawn")
-    assert len(spawn) <= 13  # what each child compiles for itself (the whole: about 150)
+    child = sandbox_seccomp.seccomp_program(machine, "child")
+    assert len(child) <= 18  # what each child compiles for itself (the whole: about 150)
     cases = [(nr, (0,) * 6) for nr in range(1000)]
     cases += [(nr, tuple(args) + (0,) * (6 - len(args))) for nr, args, _ in rows]
     foreign = [(other, nr, args) for other in (0x40000003, X86 if arch == ARM64 else ARM64)
                for nr, args in cases[:50]]  # i386, the other machine: killed by both stages
     for case_arch, nr, args in [(arch, nr, args) for nr, args in cases] + foreign:
-        stacked = max(run_bpf(server, case_arch, nr, args), run_bpf(spawn, case_arch, nr, args),
+        stacked = max(run_bpf(server, case_arch, nr, args), run_bpf(child, case_arch, nr, args),
                       key=SEVERITY.get)
         assert stacked == run_bpf(whole, case_arch, nr, args), (case_arch, nr, args)
-    # the fork server may fork; the children's stage refuses exactly the calls that start one
-    spawn_numbers = {number for name, number in sandbox_seccomp.REFUSED[machine].items()
-                     if name in sandbox_seccomp.SPAWN}
-    assert len(spawn_numbers) == (6 if machine == "x86_64" else 4)  # arm64 has no fork, vfork
+    # the fork server may fork, open pidfds and send them; the children's stage refuses
+    # exactly those calls, and prctl(PR_SET_PDEATHSIG), which each child makes before it
+    child_numbers = {number for name, number in sandbox_seccomp.REFUSED[machine].items()
+                     if name in sandbox_seccomp.CHILD_ONLY}
+    assert len(child_numbers) == (8 if machine == "x86_64" else 6)  # arm64 has no fork, vfork
+    prctl = sandbox_seccomp.PRCTL[machine]
     for nr in range(1000):
-        assert run_bpf(server, arch, nr) == (ALLOW if nr in spawn_numbers
+        assert run_bpf(server, arch, nr) == (ALLOW if nr in child_numbers
                                              else run_bpf(whole, arch, nr)), nr
-        assert run_bpf(spawn, arch, nr) == (EPERM if nr in spawn_numbers else ALLOW), nr
+        assert run_bpf(child, arch, nr) == (EPERM if nr in child_numbers else ALLOW), nr
+    for option in range(64):
+        args = (option, 0, 0, 0, 0, 0)
+        assert run_bpf(server, arch, prctl, args) == ALLOW, option
+        assert run_bpf(child, arch, prctl, args) == (EPERM if option == 1 else ALLOW), option
     with pytest.raises(ValueError, match="part must be one of"):
         sandbox_seccomp.seccomp_program(machine, "children")
 
@@ -233,7 +247,7 @@ def test_seccomp_numbers_match_the_installed_kernel_headers(machine, header):
         pytest.skip(f"{header} is not installed (linux-libc-dev)")
     known = _header_numbers(header)
     table = dict(
-        sandbox_seccomp.REFUSED[machine],
+        sandbox_seccomp.REFUSED[machine], prctl=sandbox_seccomp.PRCTL[machine],
         **sandbox_seccomp.FILTERED[machine],
         **sandbox_seccomp.SELF_ONLY[machine],
         **{name: number for name, (number, _) in sandbox_seccomp.WHICH_WHO[machine].items()},
@@ -311,6 +325,10 @@ def test_seccomp_filter_refuses_and_allows_on_the_real_kernel():
             "utime": outcome(lambda: os.utime(here)),
             "setxattr": outcome(lambda: os.setxattr(here, "user.note", b"x")),
             "chown": outcome(lambda: os.chown(here, -1, -1)),
+            "inotify_init1": libc_call(libc.inotify_init1(0)),
+            "inotify_init": raw(253),
+            "fanotify_init": raw(300, 0, 0),
+            "PR_SET_PDEATHSIG": libc_call(libc.prctl(1, 0, 0, 0, 0)),
             "prlimit_parent": outcome(
                 lambda: resource.prlimit(victim, resource.RLIMIT_NOFILE, (64, 64))),
             "setpriority_parent": outcome(lambda: os.setpriority(os.PRIO_PROCESS, victim, 5)),
@@ -340,7 +358,7 @@ def test_seccomp_filter_refuses_and_allows_on_the_real_kernel():
         report({"refused": ref, "kept": kept})
     """)
     assert results["refused"] == {name: "EPERM" for name in results["refused"]}
-    assert len(results["refused"]) == 50
+    assert len(results["refused"]) == 54
     assert results["kept"] == {
         "write": "ok", "read": "ok", "mmap": "ok", "send": "ok", "peer_received": "ping",
         "F_GETFL": "ok", "F_SETFL_O_NONBLOCK": "ok", "nonblocking": True, "FIONREAD": "ok",
@@ -352,6 +370,7 @@ def test_seccomp_filter_refuses_and_allows_on_the_real_kernel():
 def test_the_fork_servers_stage_lets_it_fork_and_its_children_add_the_rest():
     results = script_result("""
         seccomp = confine.SeccompFilter()
+        a, b = socket.socketpair()  # made before any filter
         assert seccomp.install_fork_server()
         me = os.getpid()
         server = {"kill": outcome(lambda: os.kill(me, 0)),
@@ -359,16 +378,26 @@ def test_the_fork_servers_stage_lets_it_fork_and_its_children_add_the_rest():
         r, w = os.pipe()
         child = os.fork()  # allowed at this stage
         if child == 0:
-            assert seccomp.install_spawn()
-            os.write(w, json.dumps({"fork": outcome(os.fork),
-                                    "kill": outcome(lambda: os.kill(me, 0))}).encode())
+            pdeathsig = libc_call(libc.prctl(1, 9, 0, 0, 0))  # before its own stage: allowed
+            assert seccomp.install_child()
+            os.write(w, json.dumps({
+                "fork": outcome(os.fork), "kill": outcome(lambda: os.kill(me, 0)),
+                "pidfd_open": outcome(lambda: os.pidfd_open(me)),
+                "sendmsg": outcome(lambda: a.sendmsg([b"x"])),
+                "set_pdeathsig_first": pdeathsig,
+                "clear_pdeathsig": libc_call(libc.prctl(1, 0, 0, 0, 0))}).encode())
             os._exit(0)
+        server["pidfd_open"] = outcome(lambda: os.close(os.pidfd_open(child)))
+        server["sendmsg"] = outcome(lambda: a.sendmsg([b"x"]))
         os.waitpid(child, 0)
         os.close(w)
         report({"server": server, "child": json.loads(os.read(r, 4096))})
     """)
-    assert results == {"server": {"kill": "EPERM", "socketpair": "EPERM"},
-                       "child": {"fork": "EPERM", "kill": "EPERM"}}
+    assert results == {"server": {"kill": "EPERM", "socketpair": "EPERM", "pidfd_open": "ok",
+                                  "sendmsg": "ok"},
+                       "child": {"fork": "EPERM", "kill": "EPERM", "pidfd_open": "EPERM",
+                                 "sendmsg": "EPERM", "set_pdeathsig_first": "ok",
+                                 "clear_pdeathsig": "EPERM"}}
 
 
 @needs_x86_64

@@ -1,6 +1,10 @@
-"""The children's memory cgroup: finding the process's memory cgroup, and the real bound."""
+"""The children's memory cgroup: finding the process's memory cgroup, the real bound, and
+what a restarted worker gets (a cgroup of its own; a bound it could not get is reported)."""
 
+import json
 import os
+import signal
+import subprocess
 
 import pytest
 
@@ -95,3 +99,78 @@ def test_left_over_cgroups_of_dead_graders_are_removed(tmp_path):
         if os.path.exists(stale):
             os.rmdir(stale)
     assert not os.path.exists(folder)
+
+
+def test_a_restarted_worker_gets_a_cgroup_of_its_own_and_its_bound_holds(tmp_path):
+    with SandboxWorker(1, str(tmp_path), memory_mb=128) as worker:
+        _cgroup_or_skip(worker)
+        first = worker.cgroup
+        # a process left in the first worker's cgroup, as a child that outlived its worker
+        # would be: it holds the cgroup, so a restart that reused the name would find no
+        # cgroup to make and run without a bound
+        holder = subprocess.Popen(["sleep", "600"])
+        with open(os.path.join(first, "cgroup.procs"), "w") as handle:
+            handle.write(str(holder.pid))
+        os.kill(worker.process.pid, signal.SIGKILL)  # the worker dies; the next job restarts it
+        results = worker.run(HOARD, ["f(2)", "f(40)"], "benchmark", 3.0, 128)
+        assert worker.cgroup != first and os.path.isdir(worker.cgroup)
+        assert worker.isolation["memory_cgroup"] and worker.lost == []
+        assert worker.weakest["memory_cgroup"] == worker.isolation["memory_cgroup"]
+    assert results == [["ok", "16"], ["crash", "killed by SIGKILL"]]
+    assert holder.wait(timeout=10) == -signal.SIGKILL  # killed with the cgroup it held
+    assert not os.path.exists(first)
+
+
+def _restart_without_a_cgroup(monkeypatch):
+    """Let the first two worker starts (a grading thread's reference and answer workers) make
+    their cgroups and every later start fail to, and make the answer worker die once, after
+    it got its first job: it is restarted, without a cgroup."""
+    from sweet_rl.grading.sandbox import client
+
+    real_create, made = sandbox_memory.create, []
+
+    def create(tag, memory_mb):
+        made.append(tag)
+        return real_create(tag, memory_mb) if len(made) <= 2 else (None, "refused here")
+
+    real_submit, killed = client.SandboxWorker.submit, []
+
+    def submit(self, *args, **kwargs):
+        # the answer worker dies before its job is written (killed after the write, a fast
+        # worker could have replied already, and nothing would restart it)
+        if self.slot % 2 and not killed:
+            killed.append(self.process.pid)
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        real_submit(self, *args, **kwargs)
+
+    monkeypatch.setattr(sandbox_memory, "create", create)
+    monkeypatch.setattr(client.SandboxWorker, "submit", submit)
+    return killed
+
+
+def test_a_layer_a_restarted_worker_lost_is_in_the_sidecar_and_the_metrics_line(
+        tmp_path, monkeypatch, capsys):
+    from sweet_rl.stages.evaluate_code import EvaluateCodeOptions, evaluate_code
+
+    with SandboxWorker(1, str(tmp_path), memory_mb=128) as probe:
+        _cgroup_or_skip(probe)
+    killed = _restart_without_a_cgroup(monkeypatch)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    rows = tmp_path / "rows.jsonl"
+    row = {"task": {"problem_description": "double a number", "ground_truth": HONEST,
+                    "test_cases": {"a": "f(1)", "b": "f(2)"}},
+           "dialogue_history": [{"role": "user", "content": "double a number"},
+                                {"role": "assistant", "content": "I WANT TO ANSWER: " + HONEST}],
+           "answer": HONEST}
+    rows.write_text(json.dumps(row) + "\n")
+    evaluate_code(EvaluateCodeOptions(saved_path=str(rows), memory_mb=128, workers=1))
+    assert len(killed) == 1
+    metrics = capsys.readouterr().out
+    assert "sandbox layers lost on a restart: memory_cgroup" in metrics
+    with open(str(rows) + ".config.json") as handle:
+        isolation = json.load(handle)["stages"]["evaluate_code"]["sandbox_isolation"]
+    assert isolation["memory_cgroup"] is False
+    assert isolation["lost_on_restart"] == ["memory_cgroup"]
+    graded = json.loads(rows.read_text())
+    assert graded["reward"] == 1.0  # the job was sent again to the restarted worker

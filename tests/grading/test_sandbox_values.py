@@ -238,6 +238,28 @@ def test_array_stand_in_agrees_with_numpy():
             assert (verdict(trip(left), trip(right)) == "pass") == real, (left, right)
 
 
+def test_python_numbers_meet_narrow_numpy_types_as_numpy_2_compares_them():
+    # NEP 50: a Python number takes the numpy value's type before they compare (so the
+    # original grader's ``0.1 == np.float32(0.1)`` holds under numpy 2); a list does not
+    np = pytest.importorskip("numpy")
+    if int(np.__version__.split(".")[0]) < 2:
+        pytest.skip(f"numpy {np.__version__}: Python numbers are weak from numpy 2 on")
+    values = [np.float32(0.1), np.float16(0.1), np.complex64(0.1 + 0.2j),
+              np.array([0.1], dtype=np.float32), np.array([0.1, 0.2], dtype=np.float16),
+              np.float32(16777216), np.float32(np.inf), np.int64(2 ** 53 + 1), np.uint8(255),
+              np.int8(-1), np.float64(0.1), np.array([0.1]), 0.1, 0.2, 1e39, 16777217,
+              float(2 ** 53), 0.1 + 0.2j, [0.1], (0.1,), True, -1, 255, 1 << 2000]
+    with np.errstate(all="ignore"):
+        for left in values:
+            for right in values:
+                try:  # the published pass rule, in place, on the real values
+                    real = bool(left == right and left is not None)
+                except (ValueError, OverflowError):
+                    real = False
+                ours = verdict(trip(left), trip(right))
+                assert (ours == "pass") == real, (left, right, ours)
+
+
 def test_broadcast_results_follow_numpy_order():
     np = pytest.importorskip("numpy")
     column, row = np.arange(3).reshape(3, 1), np.array([[0, 1, 2, 3]])

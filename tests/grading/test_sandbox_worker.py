@@ -62,7 +62,10 @@ def forge():
     while "nonce" not in frame.f_locals:
         frame = frame.f_back
     nonce = frame.f_locals["nonce"]
-    os.write(3, nonce + b" " + ('[0, "ok", "%d"]\\n' % os.getpid()).encode())
+    # its pid as the test sees it: the child runs in a pid namespace of its own, and
+    # /proc/self names it as the /proc the test reads does
+    pid = int(os.readlink("/proc/self"))
+    os.write(3, nonce + b" " + ('[0, "ok", "%d"]\\n' % pid).encode())
     while True:
         pass
 """

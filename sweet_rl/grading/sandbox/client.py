@@ -2,15 +2,18 @@
 
 A :class:`SandboxWorker` owns one ``sandbox_worker.py`` process (see that module for what
 happens inside). It is started with a scrubbed environment, in a session of its own, with a
-scratch folder that is removed on :meth:`close`. Every read from the worker has a deadline
-(the job's own worst case plus a margin): a worker that dies or stalls (it should not:
-untrusted code only runs in its children, which can send it no signal) is killed and
-replaced, and the job is tried once more on the fresh one, then reported as crashed, so no
-answer can stop or hang a grading run.
+scratch folder that is removed on :meth:`close`. Every read from and write to the worker
+has a deadline (the job's own worst case plus a margin): a worker that dies or stalls (it
+should not: untrusted code only runs in its children, which can send it no signal) is killed
+and replaced, and the job is tried once more on the fresh one, then reported as crashed, so
+no answer can stop or hang a grading run. What each start of the worker had of its
+confinement is kept (:attr:`SandboxWorker.weakest`, :attr:`SandboxWorker.lost`), so a layer a
+restart came up without is never lost silently.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import os
@@ -23,13 +26,18 @@ import time
 from typing import Dict, List, Optional
 
 from sweet_rl.grading.sandbox import sandbox_memory
+from sweet_rl.grading.sandbox.sandbox_limits import job_bound
 
 logger = logging.getLogger(__name__)
 
 WORKER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sandbox_worker.py")
-# what the worker (and so every sandboxed child) sees of the environment: nothing of ours
+# what the worker (and so every sandboxed child) sees of the environment: nothing of ours.
+# LD_BIND_NOW: the dynamic linker binds every symbol when a library loads, in the worker,
+# instead of on first call in each child (each such binding writes, so copies, a page: about
+# 12 of a child's 340 page faults)
 WORKER_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-              "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+              "LD_BIND_NOW": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+              "MKL_NUM_THREADS": "1"}
 
 
 def library_folders() -> List[str]:
@@ -56,13 +64,34 @@ class SandboxError(RuntimeError):
 # a busy machine
 REPLY_MARGIN = 30.0
 START_LIMIT = 120.0  # seconds a fresh worker may take to confine itself and warm up
+_STARTS = itertools.count()  # every worker start in this process gets a cgroup of its own
 
 
 def job_deadline(tests: int, timeout: float) -> float:
     """Seconds a worker may take to answer a job of ``tests`` tests: every test may time out
-    and need a fresh child (sandbox_records: SETUP_LIMIT + GRACE + ENCODE_GRACE on top of its
-    limit)."""
-    return tests * (timeout + 8.5) + REPLY_MARGIN
+    and need a fresh child (sandbox_limits.job_bound), plus a margin."""
+    return job_bound(tests, timeout) + REPLY_MARGIN
+
+
+def weakest(first: Dict[str, object], other: Dict[str, object]) -> Dict[str, object]:
+    """The isolation two worker starts both had: a layer counts only where both had it (the
+    lower Landlock ABI; a missing layer's own value, e.g. ``memory_cgroup: False``)."""
+    merged = dict(first)
+    for key, value in other.items():
+        if key not in merged:
+            merged[key] = value
+        elif key == "landlock_abi":
+            merged[key] = min(merged[key], value)
+        elif not value:
+            merged[key] = value
+    return merged
+
+
+def lost_layers(first: Dict[str, object], later: Dict[str, object]) -> List[str]:
+    """The layers ``first`` had that ``later`` lacks (or has at a lower Landlock ABI)."""
+    return sorted(key for key, value in first.items()
+                  if value and (not later.get(key) or (key == "landlock_abi"
+                                                       and later[key] < value)))
 
 
 def remove_scratch(path: str) -> None:
@@ -88,7 +117,10 @@ class SandboxWorker:
         self.process: Optional[subprocess.Popen] = None
         self.scratch: Optional[str] = None
         self.cgroup: Optional[str] = None
-        self.isolation: Dict[str, object] = {}
+        self.isolation: Dict[str, object] = {}  # the running worker's
+        # what every start of this worker had, and the layers a restart came up without
+        self.weakest: Dict[str, object] = {}
+        self.lost: List[str] = []
         self.refused = 0  # result packets refused (written by answers, not by the sandbox)
         self._pending: Optional[tuple] = None
         self._start()
@@ -108,7 +140,10 @@ class SandboxWorker:
             "--scratch",
             self.scratch,
         ]
-        self.cgroup, why_not = sandbox_memory.create(f"{self.slot}_{id(self):x}", self.memory_mb)
+        # a name never used before in this process: a child of the last worker that
+        # outlived it would still hold the last one
+        self.cgroup, why_not = sandbox_memory.create(f"{self.slot}_{next(_STARTS)}",
+                                                     self.memory_mb)
         if self.cgroup:
             command += ["--cgroup", self.cgroup]
         else:
@@ -122,7 +157,7 @@ class SandboxWorker:
             command,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
             cwd=self.scratch, start_new_session=True, bufsize=0)
-        self._buffer = b""
+        self._buffer = []  # what was read of the next line, in pieces (none holds a newline)
         hello = self._read_line(START_LIMIT)
         try:
             greeting = json.loads(hello) if hello else {}
@@ -133,24 +168,37 @@ class SandboxWorker:
             why = greeting.get("error") or f"it did not start ({' '.join(command)})"
             raise SandboxError(f"sandbox worker: {why}")
         self.isolation = greeting["isolation"]
+        if self.weakest:
+            lost = lost_layers(self.weakest, self.isolation)
+            if lost:
+                logger.warning("sandbox worker %d restarted without %s", self.slot,
+                               ", ".join(lost))
+            self.lost = sorted(set(self.lost) | set(lost))
+            self.weakest = weakest(self.weakest, self.isolation)
+        else:
+            self.weakest = dict(self.isolation)
 
     def run(self, code: str, tests: List[str], rules: str, timeout: float,
-            memory_mb: int, reuse: bool = False) -> List[List[str]]:
+            memory_mb: int, reference: bool = False) -> List[List[str]]:
         """``[[status, detail], ...]`` per test; status ``ok`` carries the encoded value.
 
-        ``reuse`` lets the worker run this job in the child that ran the previous reusable
-        job; only for trusted code (reference solutions).
+        ``reference``: a reference solution's job. Its child gets every test at once, not
+        each when the one before it is done (fewer round trips: code that could use that to
+        race its clock changes only its own outputs), and the worker tidies up after it only
+        when the next job comes, so nothing of it runs beside the task's answer, which comes
+        next in another worker on the same CPU. Every job runs in fresh children either way.
         """
-        self.submit(code, tests, rules, timeout, memory_mb, reuse)
+        self.submit(code, tests, rules, timeout, memory_mb, reference)
         return self.collect()
 
     def submit(self, code: str, tests: List[str], rules: str, timeout: float,
-               memory_mb: int, reuse: bool = False) -> None:
+               memory_mb: int, reference: bool = False) -> None:
         """Send a job without waiting, so the caller can do other work; then :meth:`collect`."""
         job = json.dumps({"code": code, "tests": tests, "rules": rules, "timeout": timeout,
-                          "memory_mb": memory_mb, "reuse": reuse})
-        self._pending = (job, len(tests), job_deadline(len(tests), timeout))
-        self._send(job)
+                          "memory_mb": memory_mb, "reference": reference})
+        seconds = job_deadline(len(tests), timeout)
+        self._pending = (job, len(tests), seconds)
+        self._send(job, seconds)
 
     def collect(self) -> List[List[str]]:
         """The results of the job sent by :meth:`submit`; a dead worker is restarted and the
@@ -166,21 +214,44 @@ class SandboxWorker:
             self.close()
             self._start()
             if attempt == 0:
-                self._send(job)
+                self._send(job, seconds)
         return [["crash", "sandbox worker died"] for _ in range(count)]
 
-    def _send(self, job: str) -> None:
-        try:
-            self.process.stdin.write((job + "\n").encode())
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass  # seen as a missing reply by _receive
+    def _send(self, job: str, seconds: float) -> None:
+        """The job to the worker within ``seconds`` (a worker that does not read it in time
+        is seen as a missing reply by :meth:`_receive`)."""
+        data = memoryview((job + "\n").encode())
+        deadline = time.monotonic() + seconds
+        fd = self.process.stdin.fileno()
+        os.set_blocking(fd, False)
+        while data:
+            try:
+                data = data[os.write(fd, data):]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError:  # it is gone
+                return
+            wait = deadline - time.monotonic()
+            if wait <= 0 or not select.select([], [fd], [], wait)[1]:
+                return
 
     def _read_line(self, seconds: float) -> Optional[bytes]:
-        """One line from the worker within ``seconds``, or None (ended, or too late)."""
+        """One line from the worker within ``seconds``, or None (ended, or too late). Each
+        piece read is searched for the newline once and kept apart until the line is whole,
+        so a line of n bytes costs time in proportion to n."""
         deadline = time.monotonic() + seconds
         fd = self.process.stdout.fileno()
-        while b"\n" not in self._buffer:
+        pieces = self._buffer
+        while True:
+            if pieces:
+                last = pieces[-1]
+                end = last.find(b"\n")
+                if end >= 0:
+                    line = b"".join(pieces[:-1]) + last[:end]
+                    rest = last[end + 1:]
+                    self._buffer = [rest] if rest else []  # the next line's start
+                    return line
             wait = deadline - time.monotonic()
             if wait <= 0 or not select.select([fd], [], [], wait)[0]:
                 return None
@@ -190,9 +261,7 @@ class SandboxWorker:
                 return None
             if not chunk:
                 return None
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return line
+            pieces.append(chunk)
 
     def _receive(self, seconds: float) -> Optional[List[List[str]]]:
         line = self._read_line(seconds)
@@ -207,7 +276,7 @@ class SandboxWorker:
 
     def close(self) -> None:
         if self.process is not None:
-            try:  # end of input: the worker reaps its kept child and exits
+            try:  # end of input: the worker kills its children and exits
                 self.process.stdin.close()
                 self.process.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
@@ -223,6 +292,9 @@ class SandboxWorker:
                 pass
             self.process = None
         if self.cgroup:
+            # whatever is left in it (nothing should be) is killed first: no process of a
+            # sandbox outlives it, and the cgroup can go
+            sandbox_memory.kill_all(self.cgroup)
             if not sandbox_memory.remove(self.cgroup):
                 logger.warning("could not remove the sandbox's memory cgroup %s", self.cgroup)
             self.cgroup = None

@@ -1,7 +1,9 @@
 """What runs inside a confined sandbox child: the tests of one job, and their result packets.
 
-Loaded by path by :mod:`sandbox_worker` (stdlib only). A child gets its job through a pipe
-after it was forked (see :mod:`sandbox_zygote`): first a header line (the answer, the rules,
+Loaded by path by :mod:`sandbox_worker` (stdlib only). A child gets its job through its job
+channel (a unix stream socket it may only read: no ``/proc/self/fd`` path reopens a socket,
+as one would a pipe, for writing) after it was forked (see :mod:`sandbox_zygote`): first a
+header line (the answer, the rules,
 the limits, the nonce), then one test expression per line, each written by the worker only
 once the previous test's record has arrived. It sends, on an AF_UNIX SOCK_SEQPACKET socket
 (``RESULT_FD``), one record per test as soon as it is known: ``[index, status, detail]`` with
@@ -38,6 +40,7 @@ RESULT_FD, JOB_FD = 3, 4
 NONCE_LENGTH = 32  # hex characters of the per-job nonce that starts every packet
 MAX_PACKET = 60000  # bytes of a record per packet (well under the socket's send buffer)
 _monotonic = time.monotonic  # captured here: an answer rebinding time.monotonic changes nothing
+_QUICK = frozenset((int, float, bool, str, type(None)))  # outputs encoded at once
 
 
 class _TestTimeout(BaseException):
@@ -46,11 +49,6 @@ class _TestTimeout(BaseException):
 
 def _on_alarm(signum, frame):
     raise _TestTimeout()
-
-
-def write_all(fd, data):
-    while data:
-        data = data[os.write(fd, data):]
 
 
 def dict_version_reader():
@@ -226,7 +224,7 @@ def record_packets(nonce, index, status, detail):
 def run_tests(code, count, start, rules, timeout, nonce, next_test, out=RESULT_FD,
               _clock=_monotonic):
     """Run the tests ``start .. count - 1``; one result per test, sent as soon as it is known.
-    ``next_test()`` gives each test's expression (None: the worker closed the pipe).
+    ``next_test()`` gives each test's expression (None: the worker closed the channel).
 
     Each test is bounded by an interval timer (an overrun is recorded as ``timeout`` and the
     next test runs) and, whatever the answer does with that timer (ignores it, swallows its
@@ -253,7 +251,10 @@ def run_tests(code, count, start, rules, timeout, nonce, next_test, out=RESULT_F
                 value = _run_test(compiled, code, expression, rules)
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 ended = _clock()  # encoding is not the answer's time (its size is bounded)
-                send_packet(out, nonce + b"E")  # the worker gives encoding its own allowance
+                if type(value) not in _QUICK or (type(value) is str and len(value) > 65536):
+                    # the worker gives encoding its own allowance (a number or a short text
+                    # is written at once: no packet, no wake-up of the worker)
+                    send_packet(out, nonce + b"E")
                 BUILTINS.restore()
                 line = (index, "ok", _encode_output(value))
             except _TestTimeout:
@@ -309,16 +310,16 @@ def parse_test(line):
     return None if line is None else str(json.loads(line))
 
 
-class JobPipe:
-    """Lines from the job pipe. Lines come one at a time (the worker writes a test only after
-    the previous record), but an answer that sends records early can make two wait at once:
-    none is dropped."""
+class JobChannel:
+    """Lines from the job channel. Lines come one at a time (the worker writes a test only
+    after the previous record), but an answer that sends records early can make two wait at
+    once: none is dropped."""
 
     def __init__(self, fd):
         self.fd, self.pending = fd, bytearray()
 
     def line(self):
-        """The next line without its newline; None once the pipe is closed."""
+        """The next line without its newline; None once the channel is closed."""
         while True:
             end = self.pending.find(b"\n")
             if end >= 0:
@@ -331,17 +332,11 @@ class JobPipe:
             self.pending += chunk
 
 
-def serve(first_job, pipe, confine_for):
-    """Run ``first_job``, then, for a reusable child, each further job read from ``pipe``
-    until it closes. ``confine_for(job)`` applies the job's bounds before any of its code runs
-    (it is only called for the first job: a reused child keeps its bounds)."""
+def serve(job, channel, confine_for):
+    """Run ``job``, whose tests come from ``channel``, after ``confine_for(job)`` applied the
+    job's bounds (before any of its code runs). One job per child: nothing a job leaves in
+    this process (patched modules, a changed decimal context, finalizers) reaches another."""
     signal.signal(signal.SIGALRM, _on_alarm)
-    job = first_job
     confine_for(job)
-    while job is not None:
-        run_tests(job["code"], job["count"], job["start"], job["rules"], job["timeout"],
-                  job["nonce"].encode(), lambda: parse_test(pipe.line()))
-        if not job.get("reuse"):
-            return
-        line = pipe.line()
-        job = parse_job(line) if line else None
+    run_tests(job["code"], job["count"], job["start"], job["rules"], job["timeout"],
+              job["nonce"].encode(), lambda: parse_test(channel.line()))

@@ -14,6 +14,10 @@ value of each element comparison) decide, and nothing of the answer runs here.
   arrays of two elements fail, as in the original. Shapes that cannot broadcast and ragged
   lists raise ValueError, as numpy 2 does. :class:`NumpyScalar` is a numpy scalar: a number
   that broadcasts against sequences, and is hashable.
+- A Python number compared with a numpy value is converted to the numpy value's type first,
+  as numpy 2 does (NEP 50: Python scalars are "weak"): ``np.float32(0.1) == 0.1`` holds (both
+  rounded to float32), and an int64 compares with a Python float in float64. Lists of Python
+  numbers are not weak (numpy makes a float64 array of them), and neither are numpy values.
 - :class:`Opaque` (a value the grader cannot see into) equals nothing, itself included.
 - :class:`TypeName` is an importable class, equal to the same name.
 - :class:`Comparison` is a test expression's top-level comparison whose operands the child
@@ -25,6 +29,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import struct
 import sys
 from collections import deque
 from sweet_rl.grading.sandbox.sandbox_values import MAX_DEPTH, MAX_NODES
@@ -33,6 +38,39 @@ MAX_DIMENSIONS = 64  # numpy's own limit (numpy 2)
 # comparing values nested MAX_DEPTH deep takes a few C-level recursions per level
 RECURSION_ROOM = 6 * MAX_DEPTH + 2000
 _SEQUENCES = (list, tuple, range, deque)  # what numpy converts into array dimensions
+# numpy's floating types narrower than a Python float, as (dtype kind, bytes per item): the
+# struct code of their component type (float16 "e", float32 "f"; complex64 is two float32)
+_NARROW = {("f", 2): "e", ("f", 4): "f", ("c", 8): "f"}
+_PYTHON_NUMBERS = (bool, int, float, complex)
+
+
+def _narrowed(value: float, code: str) -> float:
+    """``value`` as a float of the narrower type holds it (rounded to nearest; infinite where
+    it overflows, as numpy converts it)."""
+    try:
+        return struct.unpack(code, struct.pack(code, value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _weak(kind: str, size, own, other):
+    """``(own, other)`` ready to compare, where ``own`` is an element of a numpy value of dtype
+    ``kind`` and ``size`` bytes and ``other`` a Python number (NEP 50): a float16/32 or
+    complex64 value compares with the number rounded to its type, an integer one with a
+    Python float or complex in that type (float64, complex128). Anything else as it is."""
+    other_type = type(other)
+    if other_type not in _PYTHON_NUMBERS or kind not in "biufc":
+        return own, other
+    code = _NARROW.get((kind, size))
+    if code is not None:
+        if other_type is complex:
+            return own, complex(_narrowed(other.real, code), _narrowed(other.imag, code))
+        return own, _narrowed(float(other), code)  # a huge int raises OverflowError, as in numpy
+    if kind in "iu" and other_type is float:
+        return float(own), other
+    if kind in "iu" and other_type is complex:
+        return complex(own), other
+    return own, other
 
 
 class Opaque:
@@ -131,6 +169,11 @@ def _pairs(shape, left_shape, left, right_shape, right):
 def _elementwise(op, left, right):
     left_shape, left_items = _as_array(left)
     right_shape, right_items = _as_array(right)
+    # a Python number against a numpy value takes the numpy value's type (see _weak)
+    if isinstance(left, NumpyArray) and type(right) in _PYTHON_NUMBERS:
+        left_items, right_items = _weak_items(left, left_items, right)
+    elif isinstance(right, NumpyArray) and type(left) in _PYTHON_NUMBERS:
+        right_items, left_items = _weak_items(right, right_items, left)
     shape = _broadcast(left_shape, right_shape)
     if not shape:  # two scalars: numpy gives a numpy bool
         return bool(op(left_items[0], right_items[0]))
@@ -142,15 +185,23 @@ def _elementwise(op, left, right):
     return NumpyArray("b", shape, items)
 
 
+def _weak_items(array, items, number):
+    """``(items, [number])`` as :func:`_weak` makes them comparable."""
+    pairs = [_weak(array.kind, array.size, item, number) for item in items]
+    return [own for own, _ in pairs], [pairs[0][1] if pairs else number]
+
+
 class NumpyArray:
     """A numpy array: dtype kind (``b``, ``i``, ``u``, ``f``, ``c``, ``U``, ``S``, ``O``),
-    shape and elements in C order, compared element-wise as numpy does."""
+    shape and elements in C order, compared element-wise as numpy does; ``size`` is the
+    bytes per item of a floating type narrower than a Python float (float16, float32,
+    complex64), else None."""
 
-    __slots__ = ("kind", "shape", "items")
+    __slots__ = ("kind", "shape", "items", "size")
     __hash__ = None  # arrays are unhashable
 
-    def __init__(self, kind: str, shape: tuple, items: list):
-        self.kind, self.shape, self.items = kind, tuple(shape), items
+    def __init__(self, kind: str, shape: tuple, items: list, size=None):
+        self.kind, self.shape, self.items, self.size = kind, tuple(shape), items, size
 
     def __bool__(self):
         if len(self.items) == 1:
@@ -196,8 +247,8 @@ class NumpyScalar(NumpyArray):
 
     __slots__ = ()
 
-    def __init__(self, kind: str, value):
-        super().__init__(kind, (), [value])
+    def __init__(self, kind: str, value, size=None):
+        super().__init__(kind, (), [value], size)
 
     @property
     def value(self):
@@ -209,7 +260,9 @@ class NumpyScalar(NumpyArray):
     def _compare(self, op, other):
         if isinstance(other, _SEQUENCES) or (isinstance(other, NumpyArray) and other.shape):
             return _elementwise(op, self, other)
-        return op(self.items[0], other.items[0] if isinstance(other, NumpyScalar) else other)
+        if isinstance(other, NumpyScalar):
+            return op(self.items[0], other.items[0])
+        return op(*_weak(self.kind, self.size, self.items[0], other))
 
     def __eq__(self, other):
         return self._compare(operator.eq, other)

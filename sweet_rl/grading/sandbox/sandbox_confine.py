@@ -74,6 +74,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 PR_SET_DUMPABLE = 4
@@ -107,22 +108,41 @@ def limit_resources(
     second later), size of a written file, open descriptors, no core dumps, no locked memory
     (mlock, io_uring and BPF buffers), no POSIX message queues (their memory is the kernel's),
     and RLIMIT_NPROC 0: no fork, no thread. A limit is never raised above its current hard
-    limit (that would fail without privilege): the lower of the two applies."""
-    limits = {
-        resource.RLIMIT_AS: (memory_mb * 1024 * 1024,) * 2,
-        resource.RLIMIT_CPU: (max(1, cpu_seconds), max(1, cpu_seconds) + 1),
-        resource.RLIMIT_FSIZE: (file_mb * 1024 * 1024,) * 2,
-        resource.RLIMIT_NOFILE: (open_files, open_files),
-        resource.RLIMIT_CORE: (0, 0),
-        resource.RLIMIT_MEMLOCK: (0, 0),
-        resource.RLIMIT_MSGQUEUE: (0, 0),
-        resource.RLIMIT_NPROC: (0, 0),
-    }
+    limit (that would fail without privilege): the lower of the two applies. The worker sets
+    them in two parts: :func:`limit_fork_server` once, :func:`limit_job` per child."""
+    limit_fork_server(file_mb, open_files)
+    limit_job(memory_mb, cpu_seconds)
+
+
+def _set_limits(limits: dict) -> None:
     for kind, (soft, hard) in limits.items():
         current = resource.getrlimit(kind)[1]
         if current != resource.RLIM_INFINITY:
             hard = min(hard, current)
         resource.setrlimit(kind, (min(soft, hard), hard))
+
+
+def limit_fork_server(file_mb: int = 64, open_files: int = 64) -> None:
+    """The part of :func:`limit_resources` that is the same for every job, set once in the
+    fork server (its children inherit it): file size, open descriptors, no core dumps, no
+    locked memory, no message queues."""
+    _set_limits({
+        resource.RLIMIT_FSIZE: (file_mb * 1024 * 1024,) * 2,
+        resource.RLIMIT_NOFILE: (open_files, open_files),
+        resource.RLIMIT_CORE: (0, 0),
+        resource.RLIMIT_MEMLOCK: (0, 0),
+        resource.RLIMIT_MSGQUEUE: (0, 0),
+    })
+
+
+def limit_job(memory_mb: int, cpu_seconds: int) -> None:
+    """The rest of :func:`limit_resources`, per child once its job is known: address space,
+    CPU seconds, and RLIMIT_NPROC 0 (the fork server itself must fork)."""
+    _set_limits({
+        resource.RLIMIT_AS: (memory_mb * 1024 * 1024,) * 2,
+        resource.RLIMIT_CPU: (max(1, cpu_seconds), max(1, cpu_seconds) + 1),
+        resource.RLIMIT_NPROC: (0, 0),
+    })
 
 
 def set_dumpable(flag: bool) -> bool:
@@ -189,8 +209,29 @@ def drop_capabilities() -> bool:
     return _libc.capset(ctypes.byref(header), data) == 0
 
 
+def private_pid_namespace() -> bool:
+    """Let the next process this one forks (the fork server) start a new pid namespace, as
+    its first process: when that process ends, the kernel kills every process left in the
+    namespace, so no child can outlive its fork server, whatever it did to its own parent
+    death signal. Needs privilege (root, or the user namespace of
+    :func:`enter_private_network`): call it before :func:`become`. True when it worked.
+    Processes inside see other pids than this one does: the worker watches and signals its
+    children through pidfds (:func:`pidfds_work`)."""
+    return _libc.unshare(ctypes.c_int(CLONE_NEWPID)) == 0
+
+
+def pidfds_work() -> bool:
+    """Whether this kernel and Python give pidfds (Linux 5.3 and later)."""
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+        return True
+    except (AttributeError, OSError):
+        return False
+
+
 def die_with_parent(parent_pid: int) -> None:
-    """SIGKILL this process when the worker that forked it dies (PR_SET_PDEATHSIG)."""
+    """SIGKILL this process when the process that forked it dies (PR_SET_PDEATHSIG);
+    ``parent_pid`` 0 for the first process of a new pid namespace (its parent is outside)."""
     _libc.prctl(1, 9, 0, 0, 0)
     if os.getppid() != parent_pid:  # the worker died before the line above
         os._exit(1)

@@ -107,15 +107,18 @@ def _header(token: str, tag: str):
         kind, dims = token[1:2], token[2:]
         if kind not in tuple("biufcUSO"):
             raise DecodeError(f"bad array kind {kind!r}")
+        size, colon, rest = dims.partition(":")
+        size, dims = (_size(kind, size), rest) if colon else (None, dims)
         shape = tuple(_number(d) for d in dims.split(",")) if dims else ()
         if len(shape) > MAX_DIMENSIONS or math.prod(shape) > MAX_NODES:
             raise DecodeError("bad array shape")
-        return (lambda items: NumpyArray(kind, shape, items)), math.prod(shape)
+        return (lambda items: NumpyArray(kind, shape, items, size)), math.prod(shape)
     if tag == "g":
-        kind = token[1:]
+        kind, size = token[1:2], token[2:]
         if kind not in ("b", "i", "u", "f", "c"):
             raise DecodeError(f"bad numpy scalar kind {kind!r}")
-        return (lambda items: NumpyScalar(kind, items[0])), 1
+        size = _size(kind, size) if size else None
+        return (lambda items: NumpyScalar(kind, items[0], size)), 1
     if tag == "q":
         count, _, maxlen = token[1:].partition(",")
         limit = _number(maxlen) if maxlen else None
@@ -127,6 +130,14 @@ def _header(token: str, tag: str):
         return (lambda items: Comparison(codes, items)), len(codes) + 1
     build, per_item = _BUILDERS[tag]
     return build, per_item * _number(token[1:])
+
+
+def _size(kind: str, text: str) -> int:
+    """The bytes per item of a narrower floating type (float16, float32, complex64)."""
+    size = _number(text)
+    if (kind, size) not in (("f", 2), ("f", 4), ("c", 8)):
+        raise DecodeError(f"bad item size {text!r} for kind {kind!r}")
+    return size
 
 
 def _unpack(token: str) -> list:

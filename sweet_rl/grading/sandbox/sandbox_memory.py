@@ -111,6 +111,29 @@ def create(tag, memory_mb):
     return folder, None
 
 
+def kill_all(folder):
+    """SIGKILL every process in a worker's cgroup (cgroup v2's ``cgroup.kill`` where the
+    kernel has it, Linux 5.14, else each pid ``cgroup.procs`` lists); never raises."""
+    try:
+        _write(os.path.join(folder, "cgroup.kill"), "1")
+        return
+    except OSError:
+        pass
+    for _ in range(3):  # a process may be forking while it is read: read again
+        try:
+            with open(os.path.join(folder, "cgroup.procs")) as handle:
+                pids = [int(pid) for pid in handle.read().split()]
+        except (OSError, ValueError):
+            return
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+
+
 def remove(folder):
     """Remove a worker's cgroup once its processes are gone; False if it stays."""
     import time

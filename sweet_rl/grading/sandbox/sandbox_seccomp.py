@@ -1,16 +1,19 @@
 """The seccomp filter every sandboxed child runs under (stdlib only, loaded by path).
 
 Built once in the worker (:class:`SeccompFilter`) and installed in two stages: the fork server
-installs all of it but the refusal to start processes (it must fork the children), and each
-child adds that last part, a filter of a few rows, on top. A child is then under exactly the
-whole filter, and pays for compiling a few rows instead of the whole program (the kernel
-compiles every installed filter). The filter refuses with EPERM every system call that could
-start a process, signal or reach into another one, open a channel out of the sandbox, grow
-memory outside the address-space limit, leave state behind (the kernel keyring) or change the
-confinement; a few calls are refused only for the arguments that make them dangerous
-(signal-driven I/O, terminal input injection, datagrams to an address). A call made through a
-foreign ABI (i386 or x32 numbers on x86-64, arm32 on arm64) kills the process: those tables are
-not checked here.
+installs all of it but the children's own stage (it must fork the children and send the
+worker a pidfd for each, and each child sets its parent death signal under the fork server's
+stage), and each child adds that last part, a filter of a few rows, on top: the refusal to
+start processes, open pidfds or send messages with descriptors or addresses, and to change
+its parent death signal. A child is then under exactly the whole filter, and pays for
+compiling a few rows instead of the whole program (the kernel compiles every installed
+filter). The filter refuses with EPERM every system call that could start a process, signal
+or reach into another one, open a channel out of the sandbox, grow memory outside the
+address-space limit, leave state behind (the kernel keyring), watch files outside the
+sandbox (inotify, fanotify) or change the confinement; a few calls are refused only for the
+arguments that make them dangerous (signal-driven I/O, terminal input injection, datagrams to
+an address). A call made through a foreign ABI (i386 or x32 numbers on x86-64, arm32 on arm64)
+kills the process: those tables are not checked here.
 
 The program is plain classic BPF over ``struct seccomp_data``::
 
@@ -61,6 +64,9 @@ REFUSED = {
         "fchownat": 260, "utime": 132, "utimes": 235, "futimesat": 261, "utimensat": 280,
         "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197,
         "lremovexattr": 198, "fremovexattr": 199,
+        # watching files the sandbox may not read (their names, sizes and times of change)
+        "inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254,
+        "fanotify_init": 300, "fanotify_mark": 301,
     }),
     # arm64 has no fork/vfork (glibc uses clone)
     "aarch64": dict(_SHARED, **{
@@ -80,6 +86,7 @@ REFUSED = {
         "fchmod": 52, "fchmodat": 53, "fchown": 55, "fchownat": 54, "utimensat": 88,
         "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15,
         "fremovexattr": 16,
+        "inotify_init1": 26, "inotify_add_watch": 27, "fanotify_init": 262, "fanotify_mark": 263,
     }),
 }
 # refused only for some arguments (same sources)
@@ -101,9 +108,15 @@ SELF_ONLY = {
 # a process group or a whole user's processes are other processes
 WHICH_WHO = {"x86_64": {"setpriority": (141, 0), "ioprio_set": (251, 1)},
              "aarch64": {"setpriority": (140, 0), "ioprio_set": (30, 1)}}
-# the calls that start a process or a program: refused by the children's own stage only
+# the calls that start a process or a program, and the two the fork server hands the worker
+# a pidfd per child with (pidfd_open, sendmsg): refused by the children's own stage only
 SPAWN = ("fork", "vfork", "clone", "clone3", "execve", "execveat")
-PARTS = ("all", "fork_server", "spawn")
+CHILD_ONLY = SPAWN + ("pidfd_open", "sendmsg")
+# prctl(option, ...): PR_SET_PDEATHSIG (1) is refused by the children's own stage (each child
+# sets it before that stage, under the fork server's); a child must not clear it
+PRCTL = {"x86_64": 157, "aarch64": 167}
+PR_SET_PDEATHSIG = 1
+PARTS = ("all", "fork_server", "child")
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # <linux/audit.h>, little-endian
 X32_SYSCALL_BIT = 0x40000000
 
@@ -155,8 +168,9 @@ def _assemble(lines: list) -> list[tuple]:
 
 def seccomp_program(machine: str, part: str = "all") -> list[tuple] | None:
     """The BPF program as ``(code, jt, jf, k)`` rows, or None for a machine without tables.
-    ``part``: ``all`` of it, the ``fork_server``'s stage (all but :data:`SPAWN`), or the
-    children's ``spawn`` stage (the architecture checks and :data:`SPAWN` only).
+    ``part``: ``all`` of it, the ``fork_server``'s stage (all but the children's), or the
+    children's own stage (``child``: the architecture checks, :data:`CHILD_ONLY` and
+    ``prctl(PR_SET_PDEATHSIG)``).
 
     Layout: check the arch (anything else kills), load the number, kill x32 numbers on
     x86-64, send the argument-checked calls to their blocks, refuse each listed call,
@@ -168,13 +182,16 @@ def seccomp_program(machine: str, part: str = "all") -> list[tuple] | None:
     if machine not in REFUSED:
         return None
     refused = {name: number for name, number in REFUSED[machine].items()
-               if (part == "all") or ((name in SPAWN) == (part == "spawn"))}
+               if (part == "all") or ((name in CHILD_ONLY) == (part == "child"))}
     lines = [(LD_ABS, 0, 0, ARCH), (JEQ, 0, "kill", AUDIT_ARCH[machine]), (LD_ABS, 0, 0, NR)]
     if machine == "x86_64":
         lines.append((JGE, "kill", 0, X32_SYSCALL_BIT))
-    if part == "spawn":
+    # prctl's option is an int: only its low half counts
+    prctl = ["prctl", (LD_ABS, 0, 0, arg_low(0)), (JEQ, "eperm", "allow", PR_SET_PDEATHSIG)]
+    if part == "child":
         lines += [(JEQ, "eperm", 0, number) for number in sorted(refused.values())]
-        lines += [(RET, 0, 0, RET_ALLOW), "eperm", (RET, 0, 0, RET_EPERM),
+        lines += [(JEQ, 0, "allow", PRCTL[machine])] + prctl[1:]
+        lines += ["allow", (RET, 0, 0, RET_ALLOW), "eperm", (RET, 0, 0, RET_EPERM),
                   "kill", (RET, 0, 0, RET_KILL_PROCESS)]
         return _assemble(lines)
     filtered = FILTERED[machine]
@@ -182,7 +199,11 @@ def seccomp_program(machine: str, part: str = "all") -> list[tuple] | None:
     lines += [(JEQ, "self_only", 0, number) for number in sorted(SELF_ONLY[machine].values())]
     lines += [(JEQ, name, 0, number) for name, (number, _) in WHICH_WHO[machine].items()]
     lines += [(JEQ, "eperm", 0, number) for number in sorted(refused.values())]
+    if part == "all":
+        lines.append((JEQ, "prctl", 0, PRCTL[machine]))
     lines.append((RET, 0, 0, RET_ALLOW))
+    if part == "all":
+        lines += prctl
     # sendto(fd, buf, len, flags, dest_addr, addrlen): only without a destination (a pointer:
     # both halves must be zero)
     lines += ["sendto", (LD_ABS, 0, 0, arg_low(4)), (JEQ, 0, "eperm", 0),
@@ -233,7 +254,7 @@ class _Program:
 
 class SeccompFilter:
     """The filter, built once (in the worker). :meth:`install_fork_server` and then
-    :meth:`install_spawn` (in each child) apply it in two stages; :meth:`install` applies
+    :meth:`install_child` (in each child) apply it in two stages; :meth:`install` applies
     it whole. Each applies to the calling process for good and needs no_new_privs, which it
     sets; each is True when it took."""
 
@@ -252,5 +273,5 @@ class SeccompFilter:
     def install_fork_server(self) -> bool:
         return self._install("fork_server")
 
-    def install_spawn(self) -> bool:
-        return self._install("spawn")
+    def install_child(self) -> bool:
+        return self._install("child")

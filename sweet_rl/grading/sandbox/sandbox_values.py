@@ -24,7 +24,10 @@ JSON strings start with a tag character:
   (n key/value pairs follow), ``o<n>`` OrderedDict, ``C<n>`` Counter, ``k<n>``/``i<n>``/
   ``v<n>`` the keys/items/values view of a dict, ``q<n>,<maxlen>`` deque,
   ``a<kind><d1,d2…>`` a numpy array of that dtype kind and shape (its elements follow in C
-  order), ``g<kind>`` a numpy scalar (one element follows), and, first and only at the top,
+  order), ``g<kind>`` a numpy scalar (one element follows); for the floating types narrower
+  than a Python float the kind carries the bytes per item, ``af4:<d1,d2…>`` and ``gf4``
+  (float32; ``f2`` float16, ``c8`` complex64), which decide how a Python number compares
+  with them (numpy 2 rounds the number to that type first); and, first and only at the top,
   ``?<op>,<op>…`` a comparison chain whose operands follow (strict rules' comparing tests);
 - ``pd<base64>``/``pq<base64>``: many items of the enclosing container at once, as native
   doubles (finite ones only, so no NaN singleton is lost) or 64-bit ints; and a JSON array
@@ -295,7 +298,9 @@ def _open_numpy(item, numpy, append, budget):
             append("xndarray")
             return None
         _commit(budget, int(item.size))
-        append("a" + kind + ",".join(str(int(d)) for d in item.shape))
+        size = _narrow_size(kind, item.dtype.itemsize)
+        append("a" + kind + (size + ":" if size else "")
+               + ",".join(str(int(d)) for d in item.shape))
         flat = numpy.asarray(item).ravel()
         # numbers that doubles or 64-bit ints hold exactly travel packed (not uint64)
         if flat.size >= PACK_MIN and kind in "fiu" and flat.itemsize <= (8 if kind != "u" else 4):
@@ -310,8 +315,13 @@ def _open_numpy(item, numpy, append, budget):
     if type(value) not in (bool, int, float, complex):  # longdouble gives itself back
         value = complex(item) if kind == "c" else float(item)
     _commit(budget, 1)
-    append("g" + kind)
+    append("g" + kind + _narrow_size(kind, item.dtype.itemsize))
     return iter((value,))
+
+
+def _narrow_size(kind, itemsize):
+    """The bytes per item, as text, of float16, float32 and complex64; "" for other types."""
+    return str(itemsize) if (kind, itemsize) in (("f", 2), ("f", 4), ("c", 8)) else ""
 
 
 def _importable_name(cls):

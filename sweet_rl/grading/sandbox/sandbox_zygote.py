@@ -11,19 +11,27 @@ Protocol, over an AF_UNIX SOCK_SEQPACKET pair (one message each way per request)
 
     worker -> zygote   b"F" + job folder (utf-8) [+ b"\0" + pids to reap, comma-separated],
                        with SCM_RIGHTS fds [job, result, ruleset]
-    zygote -> worker   b"P" + pid                  (the child runs; the zygote closed the fds)
+    zygote -> worker   b"P" + pid, with SCM_RIGHTS [pidfd]   (the child runs; the zygote
+                       closed the fds it got)
     worker -> zygote   b"R" + pid                  (only when the worker wants a wait status)
-    zygote -> worker   b"S" + wait status, or b"S-" when unknown
+    zygote -> worker   b"S" + wait status, or b"S-" when unknown (the child still runs)
 
-The zygote reaps a child only when told to, so a pid the worker may still signal is never
-recycled. The worker hands over the children it is done with in its next fork request (no
-extra round trip) and asks for a status only to describe a crash.
+The zygote reaps a child only when told to, so a pid the worker may still name is never
+recycled, and it never blocks on one: a child told of that has not ended yet is reaped at a
+later request. The worker hands over the children it is done with in its next fork request
+(no extra round trip) and asks for a status only to describe a crash. The pid is the zygote's
+own (the zygote may run in a pid namespace of its own, see :mod:`sandbox_worker`); the worker
+watches and signals each child through its pidfd, which means the same process in every
+namespace. Every reply the worker waits for has a deadline (``CONTROL_LIMIT``): a zygote that
+does not answer makes the worker unusable, and the grader replaces it.
 """
 
 import array
 import os
 
 import _socket
+
+from sandbox_limits import CONTROL_LIMIT
 
 CONTROL_FDS = 3  # job pipe (read end), result socket (child end), Landlock ruleset (or -1)
 _FD_SPACE = _socket.CMSG_SPACE(CONTROL_FDS * array.array("i").itemsize)
@@ -49,28 +57,39 @@ class ZygoteClient:
 
     def __init__(self, pid, sock):
         self.pid, self.sock = pid, sock
+        sock.settimeout(CONTROL_LIMIT)  # every reply has a deadline: socket.timeout, an OSError
         self.finished = []  # children the worker is done with, reaped at the next request
 
     def fork(self, folder, job_fd, result_fd, ruleset_fd):
-        """Ask for a child; returns its pid. The caller still owns (and closes) its fds."""
+        """Ask for a child: ``(pid, pidfd)``. The caller still owns (and closes) its fds and
+        owns the pidfd. Raises OSError when the zygote does not fork one in time."""
         message = b"F" + folder.encode()
         if self.finished:
             message += b"\0" + b",".join(b"%d" % pid for pid in self.finished)
             self.finished = []
         send_fds(self.sock, message, [job_fd, result_fd, ruleset_fd])
-        reply = self.sock.recv(64)
-        if not reply.startswith(b"P"):
+        reply, fds = receive_fds(self.sock, 64)
+        if not reply.startswith(b"P") or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
             raise OSError(f"the zygote did not fork a child ({reply!r})")
-        return int(reply[1:])
+        return int(reply[1:]), fds[0]
 
     def done_with(self, pid):
         """The worker will not signal ``pid`` again: reap it with the next request."""
         self.finished.append(pid)
 
-    def reap(self, pid):
-        """The child's wait status (None if unknown); frees its pid now."""
-        self.sock.send(b"R%d" % pid)
-        reply = self.sock.recv(64)
+    def reap(self, pid, seconds=CONTROL_LIMIT):
+        """The wait status of a child that ended (None if unknown: it still runs, or the
+        zygote did not answer within ``seconds``); frees its pid when it ended."""
+        try:
+            self.sock.settimeout(min(seconds, CONTROL_LIMIT))
+            self.sock.send(b"R%d" % pid)
+            reply = self.sock.recv(64)
+        except OSError:
+            return None
+        finally:
+            self.sock.settimeout(CONTROL_LIMIT)
         return int(reply[1:]) if reply.startswith(b"S") and reply[1:] != b"-" else None
 
     def close(self):
@@ -85,12 +104,13 @@ class ZygoteClient:
             pass
 
 
-def start_zygote(child_entry, keep_fds, die_with_parent, confine=None):
+def start_zygote(child_entry, keep_fds, die_with_parent, confine=None, own_pids=False):
     """Fork the zygote; returns a :class:`ZygoteClient`. ``child_entry(folder, job_fd,
     result_fd, ruleset_fd, zygote_pid)`` runs in each child and never returns; ``keep_fds``
     are the worker's fds the zygote needs (e.g. /dev/null), every other one is closed;
     ``confine()`` runs in the zygote before it serves: what it applies, every child inherits
-    without paying for it again."""
+    without paying for it again. ``own_pids``: the worker unshared its pid namespace, so the
+    zygote is the first process of a new one (its parent, outside, shows as pid 0)."""
     ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     worker_pid = os.getpid()
     pid = os.fork()
@@ -99,7 +119,7 @@ def start_zygote(child_entry, keep_fds, die_with_parent, confine=None):
         return ZygoteClient(pid, ours)
     try:
         ours.close()
-        die_with_parent(worker_pid)
+        die_with_parent(0 if own_pids else worker_pid)
         control = theirs.fileno()
         keep = sorted({control, *keep_fds})
         devnull = keep_fds[0]
@@ -119,13 +139,17 @@ def start_zygote(child_entry, keep_fds, die_with_parent, confine=None):
 
 
 def _reap(pid):
+    """``(ended, wait status)`` of a child, never blocking: ``(False, None)`` while it runs,
+    ``(True, None)`` when it is no child of ours (any more)."""
     try:
-        return os.waitpid(pid, 0)[1]
+        done, status = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
-        return None
+        return True, None
+    return (True, status) if done else (False, None)
 
 
 def _serve(sock, child_entry):
+    unreaped = set()  # children the worker is done with that had not ended yet
     while True:
         try:
             data, fds = receive_fds(sock)
@@ -135,8 +159,8 @@ def _serve(sock, child_entry):
             return
         if data[:1] == b"F" and len(fds) >= 2:
             folder, _, finished = data[1:].partition(b"\0")
-            for pid in finished.split(b",") if finished else ():
-                _reap(int(pid))
+            unreaped.update(int(pid) for pid in finished.split(b",") if pid)
+            unreaped = {pid for pid in unreaped if not _reap(pid)[0]}
             folder = folder.decode()
             ruleset = fds[2] if len(fds) > 2 else -1
             pid = os.fork()
@@ -148,9 +172,13 @@ def _serve(sock, child_entry):
                     os._exit(0)
             for fd in fds:
                 os.close(fd)
-            sock.send(b"P%d" % pid)
+            pidfd = os.pidfd_open(pid)
+            try:
+                send_fds(sock, b"P%d" % pid, [pidfd])
+            finally:
+                os.close(pidfd)
         elif data[:1] == b"R":
-            status = _reap(int(data[1:]))
+            status = _reap(int(data[1:]))[1]
             sock.send(b"S-" if status is None else b"S%d" % status)
         else:
             for fd in fds:
