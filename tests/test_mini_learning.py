@@ -17,6 +17,10 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # the quick miniature's warm start, SWEET-RL and Best-of-8 (minutes)
+
 # success points (of 99 held-out dialogues) by which SWEET-RL must beat the zero-shot agent.
 # Measured in session 24 (docs/mini_reproduction.md, "The quick miniature"): +26.2, +22.2,
 # +27.3 over seeds 0-2 of the warm agent of warm-start seed 0, and +16.1, +30.3, +33.3 from the

@@ -31,6 +31,8 @@ from sweet_rl.grading.sandbox.sandbox_cleanup import scratch_reachable
 from tests.grading.hostile_helpers import (FIXTURE, PROJECT, SECRET, grade_batch, load_rows,
                                               make_scratch_root, worker_processes)
 
+pytestmark = pytest.mark.slow  # batches of hostile answers through the sandbox
+
 HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_helpers.py")
 NOBODY = 65534  # the unprivileged uid (and gid) the second half runs as
 REQUIRED = ("fork_bomb", "memory_bomb", "infinite_loop", "reads_input", "print_flood", "files",

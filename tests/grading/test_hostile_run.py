@@ -21,6 +21,8 @@ import pytest
 from tests.grading.hostile_helpers import (PROJECT, SECRET, HostileWorld, make_scratch_root,
                                               worker_processes)
 
+pytestmark = pytest.mark.slow  # a whole grading run of hostile answers
+
 SCRIPT = os.path.join(PROJECT, "scripts", "evaluate_code.py")
 SANDBOX = os.path.join(PROJECT, "sweet_rl", "grading", "sandbox")
 TIMEOUT = 1.0  # --timeout: seconds per test, as the fixture's expected scores assume

@@ -102,6 +102,8 @@ def browser():
         driver.quit()
 
 
+# real Chromium (render_assets)
+@pytest.mark.slow
 def test_page_in_chromium(run, browser, tmp_path, capsys):
     from selenium.webdriver.common.by import By
 
@@ -172,6 +174,8 @@ def test_page_in_chromium(run, browser, tmp_path, capsys):
         browser.save_screenshot(os.environ["SWEET_RL_SCREENSHOT"])
 
 
+# real Chromium (render_assets)
+@pytest.mark.slow
 def test_render_missing_fills_the_gaps(run, render_assets, tmp_path, capsys):
     out = tmp_path / "page.html"
     main(run, str(out), render_missing=True, pool_size=1, assets_dir=render_assets, max_dialogues=2)

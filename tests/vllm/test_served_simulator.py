@@ -19,6 +19,8 @@ import pytest
 from sweet_rl.cli import simulate
 from tests.vllm.conftest import SERVED_NAME, run_script
 
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]  # vLLM's engine, for real
+
 TASKS, STEPS = 4, 2
 FLAGS = dict(num_tasks=TASKS, max_steps=STEPS, max_new_tokens=8, simulator_max_tokens=12,
              temperature=0.0, seed=0)
