@@ -237,8 +237,8 @@ def test_every_attack_gets_its_expected_score_as_an_unprivileged_user(rules):
 
 
 def test_scratch_root_the_sandbox_user_cannot_enter_is_refused_naming_the_folder(scratch):
-    # issue 9 class 11: a scratch root under a 0700 folder of another uid used to make every
-    # reference "reference:crash" and every answer score 0, silently
+    # attack class 11 of docs/safety.md: a scratch root under a 0700 folder of another uid
+    # would make every reference "reference:crash" and every answer score 0, silently
     if os.geteuid() != 0:
         pytest.skip("needs root: only root can put the scratch root in a folder of another uid")
     # the uid the worker runs its children on (sandbox_worker.Worker): as root, a uid of its

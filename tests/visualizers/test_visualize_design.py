@@ -231,8 +231,8 @@ def _png(path, colour):
 
 
 def test_pages_in_content_and_original_rows(tmp_path, capsys):
-    """Turns whose ``content`` keeps the agent's whole page (the original's rows, ours from now
-    on): the text shows the placeholder where the page was, the screenshot (found by the page's
+    """Turns whose ``content`` keeps the agent's whole page (the original's rows and ours): the
+    text shows the placeholder where the page was, the screenshot (found by the page's
     content name in the run's screenshot folder) sits under it, and the source is escaped and
     folded. Original rows: ``answer`` is the final screenshot's path, or "No answer"."""
     pytest.importorskip("PIL")
