@@ -103,9 +103,9 @@ def build_tiny_model(output_dir: str, seed: int = 0, vocab_size: int = 1024,
     tests build ``head_dim=32`` (the same tokenizer, wider attention projections).
 
     ``layout``: other ``LlamaConfig`` fields (``intermediate_size``, ``num_attention_heads``,
-    ``num_key_value_heads``, ``head_dim``) for a model that is not tiny, e.g. the GPU check's 1B one, which
-    is built on ``device`` (a GPU initialises 1B weights in a second) and saved in ``dtype``
-    (e.g. ``"bfloat16"``; default float32)."""
+    ``num_key_value_heads``, ``head_dim``) for a model that is not tiny, e.g. the GPU check's
+    1B one, which is built on ``device`` (a GPU initialises 1B weights in a second) and saved
+    in ``dtype`` (e.g. ``"bfloat16"``; default float32)."""
     import torch
     from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
