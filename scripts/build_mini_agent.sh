@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The warm-started tiny agent of the miniature ColBench (issue 11), on the CPU, with the
+# The warm-started tiny agent of the miniature ColBench, on the CPU, with the
 # project's own stages:
 #   1. mini_warm_start: a fresh tiny Llama (local tokenizer), train and held-out test tasks,
 #      one scripted dialogue per train task in a mix of styles (askers, guessers, wasters);
@@ -13,15 +13,15 @@
 #      held-out tasks at temperature 1.0, then evaluate_code.py: the zero-shot success.
 #
 #   bash scripts/build_mini_agent.sh                  # writes outputs/mini (agent: agent/)
-#   OUT=/tmp/mini TRAIN_TASKS=40 EPOCHS=1 MEASURE=0 bash scripts/build_mini_agent.sh
+#   OUT=outputs/mini_small TRAIN_TASKS=40 EPOCHS=1 MEASURE=0 bash scripts/build_mini_agent.sh
 set -euo pipefail
 source "$(dirname "$0")/help.sh" "$@"  # -h / --help: the header above and the knobs, then exit
 cd "$(dirname "$0")/.."
 source scripts/jobs.sh
 OUT=${OUT:-outputs/mini}
 PYTHON=${PYTHON:-python}
-# defaults: run w10 of docs/mini_warm_start.md (15.0% held-out success at temperature 1.0,
-# about 10 minutes on 2 cores)
+# defaults: the four-family build of docs/mini_warm_start.md (15.0% held-out success at
+# temperature 1.0, about 10 minutes on 2 cores)
 TRAIN_TASKS=${TRAIN_TASKS:-245}
 TEST_TASKS=${TEST_TASKS:-40}
 MIX=${MIX:-asker=0.35,guesser=0.3,waster=0.35}

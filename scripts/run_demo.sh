@@ -19,7 +19,7 @@
 # its similarities mean nothing; the scripted offline pages still give the critic its pairs.
 #
 #   bash scripts/run_demo.sh            # writes outputs/demo/mini/ (the learning)
-#   OUT=/tmp/demo PART=1 bash scripts/run_demo.sh   # part 1 only
+#   OUT=outputs/demo1 PART=1 bash scripts/run_demo.sh   # part 1 only
 #   PART="1 2 mini" bash scripts/run_demo.sh        # several parts
 #   PART=3 bash scripts/run_demo.sh     # frontend: simulate -> evaluate -> view, then SWEET-RL
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The quick miniature (issue 11): scripts/run_mini_reproduction.sh on a smaller miniature that
+# The quick miniature: scripts/run_mini_reproduction.sh on a smaller miniature that
 # a 2-core CPU runs in minutes, used by the learning test (tests/test_mini_learning.py) and
 # the demo (scripts/run_demo.sh):
 #   - one task family (late_fee: a fee per day, a grace period and a cap to ask about;
@@ -9,10 +9,10 @@
 #   - a warm agent trained as a curriculum: 5 epochs on the 2000 recall drills alone, where
 #     the copy of told values is learnt, then 3 on the dialogues and drills together (2051
 #     updates in all: 1250 + 801), about 5.5 minutes on 2 cores for two trainings side by side
-#     (build_mini_agent.sh keeps the first that copies; DRILL_EPOCHS=0 EPOCHS=6 gives the
-#     earlier recipe, which learnt the copy on fewer training seeds);
+#     (build_mini_agent.sh keeps the first that copies; DRILL_EPOCHS=0 EPOCHS=6 trains on
+#     everything at once, which learns the copy on fewer training seeds);
 #   - a lower learning rate for the agent's DPO (3e-5 instead of 1e-4): this warm agent already
-#     succeeds about half the time, and 1e-4 taught it to stop answering (15% success);
+#     succeeds about half the time, and 1e-4 teaches it to stop answering (15% success);
 #   - the Best-of-N curve with the two log-prob critics and random choice only, to stay
 #     under 30 minutes: BON_CRITICS="regression value judge" adds Figure 3a's other critics (two
 #     more critic trainings and three more curves).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The miniature reproduction (issue 11): on the miniature ColBench (sweet_rl/data/mini_tasks.py,
+# The miniature reproduction: on the miniature ColBench (sweet_rl/data/mini_tasks.py,
 # scripted human), every method of the paper's Table 2 trained from the same warm-started tiny
 # agent with the project's real stages and files, on the CPU, then a table of held-out
 # success and tests passed over seeds (sweet_rl/cli/mini_table.py).
@@ -15,7 +15,7 @@
 #
 #   bash scripts/run_mini_reproduction.sh                 # outputs/mini_repro, 3 seeds
 #   WARM=outputs/mini bash scripts/run_mini_reproduction.sh   # from a built warm agent
-#   OUT=/tmp/mr SEEDS="0" OFFLINE_TASKS=40 TEST_TASKS=30 BON_NS=1,4 bash scripts/run_mini_reproduction.sh
+#   OUT=outputs/mr_small SEEDS="0" OFFLINE_TASKS=40 TEST_TASKS=30 BON_NS=1,4 bash scripts/run_mini_reproduction.sh
 #
 # Choices that differ from the paper-scale configs, and why (docs/mini_reproduction.md):
 #   - the rank stage and the Best-of-N curve score the candidate's tokens only

@@ -11,8 +11,8 @@ prime, so for a fixed index distinct parents give distinct children; distinct in
 one parent stay distinct while they are below the multiplier. Results lie in [0, 2**31), which
 torch, numpy, vLLM and the OpenAI API all accept.
 
-The sample stage's record seeds are the values earlier versions wrote with (resuming an old
-output keeps drawing the same seeds); the other levels used to follow formulas of their own.
+The sample stage's record seeds are the values its existing output files were written with,
+so resuming any of them draws the same seeds.
 """
 
 from __future__ import annotations

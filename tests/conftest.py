@@ -61,67 +61,47 @@ def render_assets(tmp_path_factory) -> str:
 
 
 # The `slow` marker (registered in pyproject.toml): whole-pipeline runs and tests that start a
-# real browser, a real server, DeepSpeed's launcher or a batch of hostile answers. The README's
-# test command runs everything; `python -m pytest -q -m "not slow" tests` is the fast loop.
-SLOW_FILES = {
-    "tests/test_demo.py",
-    "tests/training/test_deepspeed.py",
-    "tests/grading/test_conformance.py",
-    "tests/grading/test_adversarial.py",
-    "tests/grading/test_hostile_run.py",
-    "tests/rendering/test_renderer.py",
-    "tests/cli/test_simulate_with_server.py",
-    "tests/simulators/test_transformers_serve.py",
-    "tests/fidelity/test_grading_table.py",  # the whole table graded in the sandbox at once
-    "tests/test_mini_reproduction.py",  # every stage of every method, reduced (minutes)
+# real browser, a real server, DeepSpeed's launcher or a batch of hostile answers. Each such
+# test carries the mark where it is defined (`pytestmark = pytest.mark.slow` for a whole file,
+# `@pytest.mark.slow` for one test). The README's test command runs everything;
+# `python -m pytest -q -m "not slow" tests` is the fast loop.
+#
+# A test that uses one of these fixtures is slow by what it starts; collection stops, naming
+# it, when it lacks the mark (tests/test_markers.py checks the rule itself).
+SLOW_FIXTURES = {
+    "render_assets": "real Chromium",
+    "shared_memory_op": "DeepSpeed's launcher",
+    "served": "a real transformers serve",
+    "servers": "vLLM's OpenAI servers",
 }
-# single tests that run a stage's script end to end in a subprocess (5-12 s each here)
-SLOW_TESTS = {
-    "tests/cli/test_mini_best_of_n.py::test_curve_on_held_out_tasks_with_a_real_critic",
-    "tests/fidelity/test_stepwise_pairs.py::test_stepwise_pairs_no_prompt_through_the_script",
-    "tests/fidelity/test_stepwise_sample.py::"
-    "test_stepwise_sample_defaults_to_the_originals_agent_and_says_so",
-    "tests/training/test_train_dpo.py::test_script_exits_2_on_bad_input_and_leaves_save_path_alone",
-    # the VLM critic under DeepSpeed's launcher, ZeRO-3 with two processes (about 35 s here)
-    "tests/training/test_deepspeed_vlm.py::test_zero3_vlm_head_saves_gathered_and_loads",
-    "tests/grading/test_sandbox_values.py::test_large_and_deep_values_come_through_and_compare",
-    "tests/cli/test_prepare_frontend.py::test_bad_source_via_cli_exits_nonzero_and_writes_nothing",
-    "tests/cli/test_simulate_evaluate.py::test_killed_run_resumes_with_every_row_exactly_once",
-    "tests/simulators/test_scripted_simulator.py::"
-    "test_simulate_script_with_the_tiny_agent_and_the_scripted_human",
-    # the warm-start recipe end to end, reduced (about 2.5 minutes here)
-    "tests/data/test_mini_warm_start.py::test_reduced_warm_start_follows_the_protocol",
-    # build_mini_agent.sh's trainings until the copy check passes (two tiny builds)
-    "tests/cli/test_mini_copy_check.py::test_the_build_trains_again_until_the_agent_copies",
-    "tests/cli/test_mini_copy_check.py::test_a_bar_that_is_met_keeps_the_first_training",
-    # the README's local-server recipe: transformers serve and a 2-dialogue simulate
-    "tests/cli/test_newcomer_mistakes.py::test_the_readme_local_server_recipe_works_when_pasted",
-    # the learning test: the quick miniature's warm start, SWEET-RL and Best-of-8
-    "tests/test_mini_learning.py::test_sweet_rl_beats_zero_shot_and_its_critic_beats_random_choice",
-    # the GPU check's CPU dry run: every step, the miniature included, with tiny sizes (minutes)
-    "tests/test_gpu_check.py::test_dry_run_goes_through_every_step_on_the_cpu",
-}
-SLOW_FIXTURES = {"render_assets"}  # real Chromium
 
-# The `vllm` marker (registered in pyproject.toml): every test under tests/vllm/ runs vLLM's
-# engine for real, on the CPU through vLLM's CPU build, in the second test environment
-# (scripts/vllm_env.sh; `.venv-vllm/bin/python -m pytest -q -m vllm tests/vllm`). They are slow
-# too, and skipped where vLLM is not installed (the main environment).
-VLLM_DIR = "tests/vllm/"
+# The `vllm` marker (registered in pyproject.toml): every test file under tests/vllm/ carries it
+# (with `slow`): they run vLLM's engine for real, on the CPU through vLLM's CPU build, in the
+# second test environment (scripts/vllm_env.sh; `.venv-vllm/bin/python -m pytest -q -m vllm
+# tests/vllm`), and are skipped where vLLM is not installed (the main environment).
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
+
+
+def uses_slow_fixture(item) -> list:
+    """The slow fixtures ``item`` uses, directly or through other fixtures."""
+    return sorted(SLOW_FIXTURES.keys() & set(getattr(item, "fixturenames", ())))
+
+
+def unmarked_slow(items) -> list:
+    """Node ids of the tests that use a slow fixture but carry no `slow` mark."""
+    return [item.nodeid for item in items
+            if uses_slow_fixture(item) and item.get_closest_marker("slow") is None]
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        path = Path(str(item.fspath)).resolve().relative_to(REPO_ROOT).as_posix()
-        test = f"{path}::{getattr(item, 'originalname', item.name)}"
-        if path in SLOW_FILES or test in SLOW_TESTS or \
-                SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.slow)
-        if path.startswith(VLLM_DIR):
-            item.add_marker(pytest.mark.vllm)
-            item.add_marker(pytest.mark.slow)
-            if not HAS_VLLM:
-                item.add_marker(pytest.mark.skip(
-                    reason="needs vLLM (its CPU build: bash scripts/vllm_env.sh, then "
-                           ".venv-vllm/bin/python -m pytest -q -m vllm tests/vllm)"))
+        if item.get_closest_marker("vllm") is not None and not HAS_VLLM:
+            item.add_marker(pytest.mark.skip(
+                reason="needs vLLM (its CPU build: bash scripts/vllm_env.sh, then "
+                       ".venv-vllm/bin/python -m pytest -q -m vllm tests/vllm)"))
+    unmarked = unmarked_slow(items)
+    if unmarked:
+        raise pytest.UsageError(
+            "these tests use a slow fixture (" + ", ".join(sorted(SLOW_FIXTURES)) + ") but are "
+            "not marked slow; add @pytest.mark.slow where each is defined:\n  "
+            + "\n  ".join(unmarked))

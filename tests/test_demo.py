@@ -9,6 +9,8 @@ import pytest
 
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.slow  # the demo's stages end to end, in subprocesses
+
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_demo_script_runs_every_stage(tmp_path):

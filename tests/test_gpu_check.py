@@ -93,6 +93,8 @@ def test_step_failed_carries_its_message(tmp_path):
     assert run_plan([Step("s", check, 30)], ctx)[0]["error"] == "trained with zero_stage=0"
 
 
+# the GPU check's CPU dry run: every step, the miniature included (minutes)
+@pytest.mark.slow
 @pytest.mark.usefixtures("shared_memory_op")
 def test_dry_run_goes_through_every_step_on_the_cpu(tmp_path):
     out = tmp_path / "out"

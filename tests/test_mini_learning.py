@@ -1,4 +1,4 @@
-"""The learning test (issue 11): on the quick miniature (scripts/run_mini_quick.sh: one task
+"""The learning test: on the quick miniature (scripts/run_mini_quick.sh: one task
 family, the short agent prompt), SWEET-RL trained through the real stages and files must
 raise the warm agent's held-out success well above zero-shot, and the SWEET critic must pick
 better actions than random choice among 8 samples per turn.
@@ -17,8 +17,12 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.slow  # the quick miniature's warm start, SWEET-RL and Best-of-8 (minutes)
+
 # success points (of 99 held-out dialogues) by which SWEET-RL must beat the zero-shot agent.
-# Measured in session 24 (docs/mini_reproduction.md, "The quick miniature"): +26.2, +22.2,
+# Measured at commit 819855c (docs/mini_reproduction.md, "The quick miniature"): +26.2, +22.2,
 # +27.3 over seeds 0-2 of the warm agent of warm-start seed 0, and +16.1, +30.3, +33.3 from the
 # warm agents of warm-start seeds 1-3 (the one a machine trains depends on its float kernels).
 # 10 is 6 points below the least of them and about two and a half standard deviations of

@@ -10,7 +10,11 @@ import json
 import os
 import subprocess
 
+import pytest
+
 from sweet_rl.io import read_jsonl
+
+pytestmark = pytest.mark.slow  # every stage of every method, reduced (minutes)
 
 METHODS = ("zero_shot", "rft", "multiturn_dpo", "sweet", "sweet_no_gt", "sweet_sum")
 

@@ -25,7 +25,7 @@ DEFAULT_PROMPTS = {
     ("agent", "html", "single_turn"): "agent_html_single_turn_prompt.txt",
     ("user", "html", "multi_turn"): "human_simulator_html_prompt.txt",
 }
-# The miniature ColBench's short agent prompt (issue 11's quick miniature): 62 tokens of its
+# The miniature ColBench's short agent prompt (the quick miniature's): 62 tokens of its
 # tiny tokenizer instead of the bundled prompt's 269: rows less than half as long.
 MINI_AGENT_PROMPT = os.path.join(_HERE, "agent_code_mini_prompt.txt")
 

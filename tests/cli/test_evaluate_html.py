@@ -85,6 +85,7 @@ def run_a(tasks, render_assets, tmp_path_factory):
     return {"path": path, "folder": folder, "metrics": metrics, "rows": read(path), "tasks": tasks}
 
 
+@pytest.mark.slow
 def test_rewards_screenshots_and_metrics(run_a):
     rows, metrics = run_a["rows"], run_a["metrics"]
     rewards = [r["reward"] for r in rows]
@@ -108,6 +109,7 @@ def test_rewards_screenshots_and_metrics(run_a):
     assert sidecar["crop"] == "center" and sidecar["clip_model"] == "ViT-B-32"
 
 
+@pytest.mark.slow
 def test_pairs_follow_the_threshold_rule(run_a):
     rows, folder = run_a["rows"], run_a["folder"]
     tags = ["a0", "a1", "a2", "b0", "b1", "b2"]
@@ -131,6 +133,7 @@ def test_pairs_follow_the_threshold_rule(run_a):
     assert os.path.isfile(folder / "gt_pairs.jsonl.config.json")
 
 
+@pytest.mark.slow
 def test_second_run_is_idempotent_and_renders_nothing(run_a):
     path = run_a["path"]
     before = open(path, "rb").read()
@@ -152,6 +155,7 @@ def test_second_run_is_idempotent_and_renders_nothing(run_a):
     )
 
 
+@pytest.mark.slow
 def test_win_rate_against_another_run(run_a, capsys):
     """Run B answers every task with its reference page: best-of-1 = 1.0 everywhere.
     Run A's best-of-2: task 0 = 1.0 (tie), task 1 = 1.0 (tie), task 2 < 1.0 (loss)
@@ -187,6 +191,7 @@ def test_win_rate_against_another_run(run_a, capsys):
                                           **CLIP))
 
 
+@pytest.mark.slow
 def test_original_layout_answer_is_a_screenshot_path(run_a, tmp_path):
     """The original code stored the final screenshot's path as ``answer`` (or null) and had no
     screenshot keys; such files still load and score without rendering the answer."""
@@ -222,6 +227,7 @@ def test_original_layout_answer_is_a_screenshot_path(run_a, tmp_path):
     assert rows[3]["reward"] == pytest.approx(rows[2]["reward"], abs=1e-6)
 
 
+@pytest.mark.slow
 def test_failed_render_is_scored_black_with_the_error(tasks, render_assets, tmp_path):
     """A browser that cannot start (Firefox without geckodriver) fails every page; both pages
     are then black, so the pair scores 1.0, and the row says why."""
@@ -237,6 +243,7 @@ def test_failed_render_is_scored_black_with_the_error(tasks, render_assets, tmp_
     assert "reference: render failed" in data["render_error"]
 
 
+@pytest.mark.slow
 def test_bad_input_names_file_line_and_field_and_leaves_the_file(run_a, tmp_path):
     good = read(run_a["path"])
     cases = {
@@ -262,6 +269,7 @@ def test_bad_input_names_file_line_and_field_and_leaves_the_file(run_a, tmp_path
         evaluate_html(EvaluateHtmlOptions(saved_path=path, k=2, **CLIP))
 
 
+@pytest.mark.slow
 def test_script_runs_by_subprocess(run_a, tmp_path):
     script = str(REPO_ROOT / "scripts" / "evaluate_html.py")
     t0, t1, t2 = run_a["tasks"]

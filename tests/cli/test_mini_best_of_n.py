@@ -2,6 +2,7 @@
 played against the scripted human, every dialogue graded by the real grader."""
 
 import json
+import pytest
 
 from sweet_rl.agents.critic_pick import CriticPickAgent
 from sweet_rl.cli.mini_best_of_n import MiniBestOfNOptions, best_of_n_curve
@@ -42,6 +43,7 @@ def test_the_pick_is_the_best_judge_result_critic_minus_reference(monkeypatch):
     assert picks == {0, 1, 2}
 
 
+@pytest.mark.slow
 def test_curve_on_held_out_tasks_with_a_real_critic(tiny_model_dir, tmp_path):
     tasks = tmp_path / "test_tasks.jsonl"
     write_jsonl(str(tasks), generate_tasks(2, 0, "test"))

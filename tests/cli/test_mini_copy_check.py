@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from sweet_rl.cli.mini_copy_check import CopyCheckOptions, copied, copy_check
 from sweet_rl.data.mini_tasks import generate_tasks
 from sweet_rl.io import write_jsonl
@@ -54,6 +56,7 @@ def _build(tmp_path, repo_root, copy_min, tries):
                           env=env, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_the_build_trains_again_until_the_agent_copies(tmp_path, repo_root):
     # a bar no agent reaches: every training is checked, then the build fails and says why
     result = _build(tmp_path, repo_root, "1.01", "2")
@@ -65,6 +68,7 @@ def test_the_build_trains_again_until_the_agent_copies(tmp_path, repo_root):
         result.stderr
 
 
+@pytest.mark.slow
 def test_a_bar_that_is_met_keeps_the_first_training(tmp_path, repo_root):
     result = _build(tmp_path, repo_root, "0.0", "3")
     assert result.returncode == 0, result.stderr[-3000:]

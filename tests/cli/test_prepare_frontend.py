@@ -158,6 +158,7 @@ def test_jsonl_source_and_too_few_rows(tmp_path):
 
 
 @needs_datasets
+@pytest.mark.slow
 def test_bad_source_via_cli_exits_nonzero_and_writes_nothing(tmp_path):
     no_idea = _write_parquet(tmp_path / "no_idea.parquet", {"text": [_html(i) for i in range(5)]})
     out = tmp_path / "tasks"
@@ -185,6 +186,7 @@ def _real_pages(n):
     return [{"problem_description": f"page {i}", "ground_truth": _html(i)} for i in range(n)]
 
 
+@pytest.mark.slow
 def test_filter_keeps_pages_that_render(render_assets, tmp_path, capsys):
     good = _real_pages(2)
     tasks = [good[0],

@@ -139,6 +139,7 @@ def test_evaluate_rejects_a_layout_that_does_not_match_k(tmp_path):
     assert path.read_text() == before
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_with_every_row_exactly_once(tiny_model_dir, tmp_path, repo_root):
     out = tmp_path / "traj.jsonl"
     script = str(repo_root / "scripts" / "simulate_interactions.py")

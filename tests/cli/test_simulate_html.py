@@ -39,6 +39,7 @@ def tiny_vlm(tmp_path_factory) -> str:
     return build_tiny_vlm(str(tmp_path_factory.mktemp("tiny-vlm")), seed=0)
 
 
+@pytest.mark.slow
 def test_killed_html_run_resumes_with_rows_screenshots_and_sidecar(
         assets, tiny_model_dir, tiny_vlm, tmp_path, repo_root):
     out = tmp_path / "run.jsonl"
@@ -90,6 +91,7 @@ def test_killed_html_run_resumes_with_rows_screenshots_and_sidecar(
     assert sidecar["screenshot_dir"] == str(folder)
 
 
+@pytest.mark.slow
 def test_pages_the_agent_shows_reach_the_vlm_and_become_the_answer(
         assets, tiny_vlm, tmp_path, monkeypatch):
     """The agent is an OpenAI-compatible endpoint that always shows a page (the tiny model

@@ -13,9 +13,9 @@ from sweet_rl.records import Trajectory
 from sweet_rl.simulators.base import SimulatorUnavailable
 from tests.serve_helpers import free_port, transformers_serve
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     importlib.util.find_spec("fastapi") is None or importlib.util.find_spec("uvicorn") is None,
-    reason="needs transformers[serving] (fastapi, uvicorn)")
+    reason="needs transformers[serving] (fastapi, uvicorn)")]
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,8 @@ from sweet_rl.rollout import run_dialogues
 from sweet_rl.rendering.screenshots import resolve, screenshot_path
 from sweet_rl.simulators.base import Simulator, SimulatorReply
 
+pytestmark = pytest.mark.slow  # real Chromium (render_assets)
+
 CDN = "https://cdn.jsdelivr.net/npm/tailwindcss@2.2.19/dist/tailwind.min.css"
 RED_PAGE = (f'<html lang="en"><link href="{CDN}" rel="stylesheet"><body style="margin:0">'
             '<div class="bg-red-500" style="height:300px"></div></body></html>')

@@ -178,6 +178,7 @@ def _fill(args, values):
 
 
 @pytest.mark.slow  # a stage's script end to end in a subprocess
+@pytest.mark.slow
 def test_critic_command_trains_with_the_run_name(tiny_model_dir, tmp_path):
     """The README's critic command on the tiny model, without --use_wandb (wandb logging is
     checked below): --eval_steps gets its notice, --zero_stage 3 without the deepspeed launcher
@@ -271,6 +272,7 @@ def test_viewers_take_one_argument(tmp_path):
 
 
 @pytest.mark.slow  # a stage's script end to end in a subprocess
+@pytest.mark.slow
 def test_evaluate_html_readme_command_on_original_rows(tmp_path):
     """``evaluate_html.py FILE`` on rows shaped as the original wrote them (answer: the final
     screenshot's path, or "No answer"). ``--clip_pretrained none --device cpu``: no weights
@@ -336,6 +338,7 @@ def test_filter_websites_original_names_without_a_browser(tmp_path):
                                        "--output_path (or --filtered_path) VALUE") in result.stderr
 
 
+@pytest.mark.slow
 def test_filter_websites_original_names(render_assets, tmp_path):
     """The original's ``filter_websites.py --saved_path IN --filtered_path OUT``, for real."""
     tasks = [

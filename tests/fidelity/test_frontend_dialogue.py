@@ -22,6 +22,8 @@ from sweet_rl.rendering.screenshots import screenshot_path
 from tests.conftest import REPO_ROOT
 from tests.simulators.fake_openai_server import FakeOpenAIServer, Step, completion
 
+pytestmark = pytest.mark.slow  # real Chromium (render_assets)
+
 ROLLOUTS = ("lockstep", "pipelined")
 REFERENCE = '<html><body style="margin:0;background:#0000ff"><h1>Bakery</h1></body></html>'
 TASK = {"problem_description": "A blue page for my bakery.", "ground_truth": REFERENCE}

@@ -27,6 +27,8 @@ import pytest
 
 from sweet_rl.grading.grader import Grader
 
+pytestmark = pytest.mark.slow  # the whole table graded in the sandbox
+
 
 def fenced(code: str) -> str:
     return f"Here is the function.\n```python\n{code}```\nLet me know if it works."

@@ -111,6 +111,8 @@ def test_stepwise_sample_reference_includes_the_stop_token(tmp_path, offline, st
     assert set(stops) == {eot, None}
 
 
+# the stage's script end to end in a subprocess
+@pytest.mark.slow
 def test_stepwise_sample_defaults_to_the_originals_agent_and_says_so(tmp_path, offline):
     # Offline (as every test is), the hub model cannot load: the run names it and exits 2
     # with one line, without writing anything -- it never falls back to the tiny model.

@@ -239,7 +239,8 @@ class HostileWorld:
 def make_scratch_root(parent=None) -> str:
     """A new folder for the workers' scratch folders that every uid may enter (0711). Not
     pytest's tmp_path: that lies under a 0700 folder of the calling user, which a worker on
-    a uid of its own cannot enter (the grader then refuses to start, issue 9 class 11)."""
+    a uid of its own cannot enter (the grader then refuses to start: attack class 11 of
+    docs/safety.md)."""
     path = tempfile.mkdtemp(prefix="sweet_rl_scratch_", dir=parent)
     os.chmod(path, 0o711)
     return path

@@ -32,6 +32,8 @@ from sweet_rl.grading.sandbox.sandbox_cleanup import scratch_reachable
 from tests.grading.hostile_helpers import (FIXTURE, PROJECT, SECRET, grade_batch, load_rows,
                                               make_scratch_root, worker_processes)
 
+pytestmark = pytest.mark.slow  # batches of hostile answers through the sandbox
+
 HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hostile_helpers.py")
 NOBODY = 65534  # the unprivileged uid (and gid) the second half runs as
 REQUIRED = ("fork_bomb", "memory_bomb", "infinite_loop", "reads_input", "print_flood", "files",
@@ -257,8 +259,8 @@ def test_every_attack_gets_its_expected_score_as_an_unprivileged_user(rules, tmp
 
 
 def test_scratch_root_the_sandbox_user_cannot_enter_is_refused_naming_the_folder(scratch):
-    # issue 9 class 11: a scratch root under a 0700 folder of another uid used to make every
-    # reference "reference:crash" and every answer score 0, silently
+    # attack class 11 of docs/safety.md: a scratch root under a 0700 folder of another uid
+    # would make every reference "reference:crash" and every answer score 0, silently
     if os.geteuid() != 0:
         pytest.skip("needs root: only root can put the scratch root in a folder of another uid")
     # the uid the worker runs its children on (sandbox_worker.Worker): as root, a uid of its

@@ -9,6 +9,8 @@ import pytest
 from sweet_rl.grading.grader import Grader
 from tests.conftest import SHARED_COLBENCH, colbench_file
 
+pytestmark = pytest.mark.slow  # every real reference solution through the sandbox
+
 BACKEND_TEST = SHARED_COLBENCH / "backend_test.jsonl"
 
 # row index (0-based) -> why the reference cannot score 1.0 against itself

@@ -23,6 +23,8 @@ from sweet_rl.grading.sandbox.sandbox_limits import TEST_OVERHEAD
 from tests.grading.hostile_helpers import (PROJECT, SECRET, HostileWorld, make_scratch_root,
                                               worker_processes)
 
+pytestmark = pytest.mark.slow  # a whole grading run of hostile answers
+
 SCRIPT = os.path.join(PROJECT, "scripts", "evaluate_code.py")
 TIMEOUT = 1.0  # --timeout: seconds per test, as the fixture's expected scores assume
 WORKERS = 2  # --workers: grading threads, each with a reference worker and an answer worker

@@ -284,6 +284,8 @@ def test_comparison_chains_are_applied_in_the_grader():
         decode('["l1","?==",1,2]')
 
 
+# millions of values encoded and decoded at the depth limit (seconds)
+@pytest.mark.slow
 def test_large_and_deep_values_come_through_and_compare():
     deep = 0
     for _ in range(MAX_DEPTH):

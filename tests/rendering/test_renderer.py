@@ -16,6 +16,8 @@ from sweet_rl.rendering.page_server import rewrite_html
 from sweet_rl.rendering.pool import DriverPool
 from sweet_rl.rendering.processes import find_binary, kill_all, pids_with
 
+pytestmark = pytest.mark.slow  # real Chromium
+
 SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "colbench"
 GREEN_500 = (0x10, 0xB9, 0x81)
 

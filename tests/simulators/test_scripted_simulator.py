@@ -101,6 +101,8 @@ def test_the_factory_selects_it_by_name():
         build_simulator(scripted, task_type="html")
 
 
+# the simulate script end to end in a subprocess
+@pytest.mark.slow
 def test_simulate_script_with_the_tiny_agent_and_the_scripted_human(tmp_path, repo_root):
     tasks = generate_tasks(2, seed=0)
     tasks_path, out = tmp_path / "mini.jsonl", tmp_path / "traj.jsonl"

@@ -12,6 +12,8 @@ from sweet_rl.openai_compat import ModelNotServed
 from sweet_rl.simulators.openai_simulator import OpenAISimulator
 from tests.serve_helpers import build_tiny, transformers_serve
 
+pytestmark = pytest.mark.slow  # a real transformers serve
+
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 

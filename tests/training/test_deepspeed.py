@@ -27,6 +27,8 @@ import torch
 from tests.conftest import REPO_ROOT
 from tests.training.helpers import critic_pairs, single_turn_pairs
 
+pytestmark = pytest.mark.slow  # DeepSpeed's launcher with two processes
+
 pytest.importorskip("deepspeed", reason="deepspeed is not installed (pip install deepspeed)")
 
 

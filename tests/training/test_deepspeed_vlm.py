@@ -27,6 +27,8 @@ def tiny_vlm_dir(tmp_path_factory):
     return build_tiny_vlm(str(tmp_path_factory.mktemp("tiny-qwen2-vl")), seed=0)
 
 
+# DeepSpeed's launcher, ZeRO-3 with two processes
+@pytest.mark.slow
 @needs_cpu_ops
 def test_zero3_vlm_head_saves_gathered_and_loads(tiny_vlm_dir, tmp_path, shared_memory_op):
     import torch

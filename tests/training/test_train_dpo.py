@@ -120,6 +120,8 @@ def test_missing_rejected_on_line_3_names_file_line_field(tiny_model_dir, tmp_pa
     assert (err.value.line, err.value.field) == (3, "worse")
 
 
+# the stage's script end to end in subprocesses
+@pytest.mark.slow
 def test_script_exits_2_on_bad_input_and_leaves_save_path_alone(tiny_model_dir, tmp_path):
     path, save_path = bad_file(tmp_path), tmp_path / "out"
     result = subprocess.run([sys.executable, "scripts/train_dpo.py", "--pretrain", tiny_model_dir,

@@ -102,6 +102,8 @@ def browser():
         driver.quit()
 
 
+# real Chromium (render_assets)
+@pytest.mark.slow
 def test_page_in_chromium(run, browser, tmp_path, capsys):
     from selenium.webdriver.common.by import By
 
@@ -173,6 +175,8 @@ def test_page_in_chromium(run, browser, tmp_path, capsys):
         browser.save_screenshot(os.environ["SWEET_RL_SCREENSHOT"])
 
 
+# real Chromium (render_assets)
+@pytest.mark.slow
 def test_render_missing_fills_the_gaps(run, render_assets, tmp_path, capsys):
     out = tmp_path / "page.html"
     visualize_design(DesignViewerOptions(
@@ -230,8 +234,8 @@ def _png(path, colour):
 
 
 def test_pages_in_content_and_original_rows(tmp_path, capsys):
-    """Turns whose ``content`` keeps the agent's whole page (the original's rows, ours from now
-    on): the text shows the placeholder where the page was, the screenshot (found by the page's
+    """Turns whose ``content`` keeps the agent's whole page (the original's rows and ours): the
+    text shows the placeholder where the page was, the screenshot (found by the page's
     content name in the run's screenshot folder) sits under it, and the source is escaped and
     folded. Original rows: ``answer`` is the final screenshot's path, or "No answer"."""
     pytest.importorskip("PIL")

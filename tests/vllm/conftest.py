@@ -1,5 +1,6 @@
 """Fixtures of the vLLM tests: vLLM's engine, on the CPU through vLLM's CPU build (run in the
-vLLM environment, scripts/vllm_env.sh; tests/conftest.py marks every test here `vllm`).
+vLLM environment, scripts/vllm_env.sh; every test file here is marked `vllm`, and
+tests/conftest.py skips them where vLLM is not installed).
 
 Engine starts are most of what these tests cost on 2 cores, so they are shared:
 * in this process the engine runs in-process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``, about 5 s

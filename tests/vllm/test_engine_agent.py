@@ -2,8 +2,12 @@
 writes the ``hf`` agent's replies on the same weights; sampling, each dialogue's reply depends
 on its seed only, never on the rows batched with it."""
 
+import pytest
+
 from sweet_rl.agents.hf_agent import HFAgent
 from sweet_rl.agents.vllm_agent import VLLMAgent
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]  # vLLM's engine, for real
 
 NEW_TOKENS = 24
 # Greedy replies whose tokens must be the hf agent's, token for token, of the 6 bundled tasks'

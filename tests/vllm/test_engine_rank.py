@@ -10,6 +10,8 @@ from sweet_rl.stages.rank import RankOptions, rank
 from sweet_rl.stages.sample import SampleOptions, sample
 from tests.model_helpers import write_offline
 
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]  # vLLM's engine, for real
+
 N = 4
 # |vLLM - hf| of a judge_result (float32 per-token means): measured at most 3.0e-7 over the
 # 3 x 32 candidates below (8 records of 4, each mode).

@@ -18,6 +18,8 @@ from sweet_rl.seeding import row_seed
 from tests.model_helpers import write_offline
 from tests.vllm.conftest import run_script
 
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]  # vLLM's engine, for real
+
 N, NEW_TOKENS, SEED = 8, 12, 5
 # |vLLM - hf| of a candidate's summed log-prob (float32, 2 to 12 tokens of a random model):
 # measured at most 2.9e-6 (mean 7.6e-7) over the 64 candidates below, 7 of which stopped.

@@ -20,6 +20,8 @@ from sweet_rl.stages.simulate import simulate
 from sweet_rl.stages.simulate_options import SimulateOptions
 from tests.vllm.conftest import SERVED_NAME, run_script
 
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]  # vLLM's engine, for real
+
 TASKS, STEPS = 4, 2
 FLAGS = dict(num_tasks=TASKS, max_steps=STEPS, max_new_tokens=8, simulator_max_tokens=12,
              temperature=0.0, seed=0)
