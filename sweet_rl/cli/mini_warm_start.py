@@ -1,4 +1,4 @@
-"""Stage: the data of the miniature ColBench's warm start (issue 11).
+"""Stage: the data of the miniature ColBench's warm start.
 
     python -m sweet_rl.cli.mini_warm_start outputs/mini --num_train_tasks 240
 

@@ -1,4 +1,4 @@
-"""A newcomer's mistakes get a clear answer before any work or data is lost (issue 14):
+"""A newcomer's mistakes get a clear answer before any work or data is lost:
 --overwrite against a dead server, a model name the server does not serve, a run whose
 dialogues all end in simulator errors, and --num_tasks out of range."""
 
