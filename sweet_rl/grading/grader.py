@@ -43,6 +43,18 @@ from sweet_rl.grading.test_report import cut, result_entry, short_repr, status_t
 
 logger = logging.getLogger(__name__)
 
+
+def _key(item: GradeItem) -> tuple:
+    """What a reference's outputs are cached under: its code and its tests."""
+    return item[1], tuple(item[2].values())
+
+
+def _take(todo: "queue.Queue[int]") -> Optional[int]:
+    try:
+        return todo.get_nowait()
+    except queue.Empty:
+        return None
+
 RULES = ("benchmark", "strict")
 GradeItem = Tuple[str, str, Dict[str, str]]  # (answer, reference code, {test name: expression})
 
@@ -193,14 +205,13 @@ class Grader:
                     pair = (reference_worker, answer_worker)
                     with lock:
                         self._note_isolation(pair)
-                    while True:
-                        try:
-                            index = todo.get_nowait()
-                        except queue.Empty:
-                            return
-                        results[index] = self._grade_one(
-                            items[index], reference_worker, answer_worker
-                        )
+                    index, started = _take(todo), None
+                    while index is not None:
+                        following = _take(todo)
+                        upcoming = None if following is None else items[following]
+                        results[index], started = self._grade_one(
+                            items[index], reference_worker, answer_worker, started, upcoming)
+                        index = following
                         with lock:
                             self._note_isolation(pair)  # a restart may have lost a layer
                             bar.update(1)
@@ -244,14 +255,46 @@ class Grader:
                                "is less isolated than it should be", ", ".join(missing))
         self.isolation = merged
 
+    def _blocked(self, answer: str) -> Optional[str]:
+        # the published grader tests the whole answer, prose included, before cutting the code
+        return is_blocked(answer) if self.rules == "benchmark" else None
+
+    def _start_reference(self, item: GradeItem, worker: SandboxWorker) -> Optional[tuple]:
+        """Send ``item``'s reference to ``worker`` when it will be needed and is not known
+        yet; its key (for :meth:`_grade_one` to collect it), or None."""
+        answer, reference_code, test_cases = item
+        key = _key(item)
+        if not test_cases or key in self._reference_cache or self._blocked(answer):
+            return None
+        worker.submit(reference_code, list(key[1]), self.rules, self.reference_timeout,
+                      self.memory_mb, reference=True)
+        return key
+
     def _grade_one(self, item: GradeItem, reference_worker: SandboxWorker,
-                   answer_worker: SandboxWorker) -> GradeResult:
+                   answer_worker: SandboxWorker, started: Optional[tuple] = None,
+                   upcoming: Optional[GradeItem] = None) -> Tuple[GradeResult, Optional[tuple]]:
+        """One answer's verdict, and the key of ``upcoming``'s reference if it was sent.
+
+        ``started``: the key of this item's reference, already sent to ``reference_worker``
+        (:meth:`_start_reference`), collected here. ``upcoming``: the item this thread grades
+        next; its reference is sent once this answer's outputs are in, and runs while they
+        are compared here (the answer is done: the reference runs beside nothing of it)."""
+        if started is not None:  # sent ahead: collected whatever happens next
+            self._reference_cache[started] = reference_worker.collect()
+        result = self._verdict(item, reference_worker, answer_worker)
+        following = None if upcoming is None else self._start_reference(upcoming,
+                                                                         reference_worker)
+        return result() if callable(result) else result, following
+
+    def _verdict(self, item: GradeItem, reference_worker: SandboxWorker,
+                 answer_worker: SandboxWorker):
+        """The verdict, or (once the answer ran) a function that compares its outputs."""
         answer, reference_code, test_cases = item
         tests = list(test_cases.values())
+        key = _key(item)
         if not tests:
             return GradeResult(0.0, 0, 0)
-        # the published grader tests the whole answer, prose included, before cutting the code
-        blocked = is_blocked(answer) if self.rules == "benchmark" else None
+        blocked = self._blocked(answer)
         code = extract_code(answer)
         if blocked:
             not_run = [result_entry(test, False, "(not run: the answer was blocked)", "blocked")
@@ -262,7 +305,6 @@ class Grader:
         # sandbox_confine.pin_to_one_cpu), and an answer must never lose time to its reference.
         # A reference runs in fresh children like an answer: nothing it does to its process
         # (a patched module, a changed decimal context, a finalizer) reaches another task's
-        key = (reference_code, tuple(tests))
         reference = self._reference_cache.get(key)
         if reference is None:
             reference = reference_worker.run(reference_code, tests, self.rules,
@@ -271,8 +313,12 @@ class Grader:
         refused = answer_worker.refused
         outputs = answer_worker.run(code, tests, self.rules, self.timeout, self.memory_mb)
         refused = answer_worker.refused - refused
-        judged = [judge(r, a, t) for r, a, t in zip(reference, outputs, tests)]
-        verdicts = [verdict_word for verdict_word, _ in judged]
-        passed = verdicts.count("pass")
-        return GradeResult(passed / len(tests), passed, len(tests), tests=verdicts,
-                           refused=refused, test_results=[result for _, result in judged])
+
+        def compare() -> GradeResult:
+            judged = [judge(r, a, t) for r, a, t in zip(reference, outputs, tests)]
+            verdicts = [verdict_word for verdict_word, _ in judged]
+            passed = verdicts.count("pass")
+            return GradeResult(passed / len(tests), passed, len(tests), tests=verdicts,
+                               refused=refused, test_results=[result for _, result in judged])
+
+        return compare
