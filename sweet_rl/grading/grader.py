@@ -37,11 +37,22 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from sweet_rl.grading.code_extraction import extract_code, is_blocked
 from sweet_rl.grading.sandbox.client import SandboxWorker, weakest
-from sweet_rl.grading.sandbox.sandbox_compare import resolve, verdict
-from sweet_rl.grading.sandbox.sandbox_decode import DecodeError, decode
-from sweet_rl.grading.test_report import cut, result_entry, short_repr, status_text
+from sweet_rl.grading.test_report import result_entry
+from sweet_rl.grading.verdicts import judge, safe_verdict  # noqa: F401 - their public home
 
 logger = logging.getLogger(__name__)
+
+
+def _key(item: GradeItem) -> tuple:
+    """What a reference's outputs are cached under: its code and its tests."""
+    return item[1], tuple(item[2].values())
+
+
+def _take(todo: "queue.Queue[int]") -> Optional[int]:
+    try:
+        return todo.get_nowait()
+    except queue.Empty:
+        return None
 
 RULES = ("benchmark", "strict")
 GradeItem = Tuple[str, str, Dict[str, str]]  # (answer, reference code, {test name: expression})
@@ -62,93 +73,6 @@ class GradeResult:
     refused: int = 0  # result packets the answer wrote itself (refused, never taken as results)
     # per test, in the task's order: {"test", "passed", "expected", "got"} (texts bounded)
     test_results: List[Dict[str, object]] = field(default_factory=list)
-
-
-def safe_verdict(reference: List[str], answer: List[str]) -> str:
-    """:func:`judge`'s verdict alone, never raising (see :func:`judge`)."""
-    return judge(reference, answer, "")[0]
-
-
-def judge(reference: List[str], answer: List[str], test: str) -> Tuple[str, Dict[str, object]]:
-    """``(verdict, test result)`` of one test, never raising: nothing an answer returns may
-    end a grading run; an unexpected failure fails that one test and names the exception.
-
-    The result (``test``, ``passed``, ``expected``, ``got``) is written from the same decoded
-    outputs the verdict compared, after the verdict, and by :mod:`test_report`'s bounded
-    writer: it cannot change a verdict, and a failure to write it only says so."""
-    try:
-        verdict_word, expected, got = _judge(reference, answer)
-    except BaseException as error:  # noqa: BLE001 - includes RecursionError, MemoryError
-        verdict_word = f"fail:{type(error).__name__}"
-        expected = got = f"(not shown: {type(error).__name__})"
-    try:
-        texts = [text if isinstance(text, str) else short_repr(text.value)
-                 for text in (expected, got)]
-    except BaseException as error:  # noqa: BLE001
-        texts = [f"(not shown: {type(error).__name__})"] * 2
-    return verdict_word, result_entry(test, verdict_word == "pass", *texts)
-
-
-class _Shown:
-    """A decoded output, to be written as text once the verdict is made."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
-
-
-def _decoded(status: str, detail: str, whose: str):
-    """``(decoded output or None, what went wrong or None, text in its place or None)``."""
-    if status != "ok":
-        return None, None, status_text(status, detail, whose)
-    try:
-        return decode(detail), None, None
-    except DecodeError:
-        return None, "crash", cut(f"{whose} crash (unreadable output)".strip())
-
-
-def _resolved(value):
-    """The output with a comparing test's chain applied (strict rules): ``(output, None)``,
-    or ``(None, exception name)`` for what applying the chain raised (as evaluating the test
-    would have)."""
-    try:
-        return resolve(value), None
-    except Exception as error:  # noqa: BLE001 - the original's eval would have given None
-        return None, type(error).__name__
-
-
-def _judge(reference: List[str], answer: List[str]):
-    """``(verdict, expected, got)``: the verdict word (the published rule, see the module
-    docstring), and each output as a :class:`_Shown` value or a text saying why there is
-    none. Both outputs are decoded first, so each can be shown whatever the other did; the
-    verdict then checks in the original's order: the reference's status, the answer's status,
-    the reference's output, the answer's output, then ``==``."""
-    ref_status, ref_detail = reference
-    status, detail = answer
-    raw_expected, ref_problem, expected_text = _decoded(ref_status, ref_detail, "reference")
-    raw_got, problem, got_text = _decoded(status, detail, "")
-    expected = expected_text or _Shown(raw_expected)
-    got = got_text or _Shown(raw_got)
-    if ref_status != "ok":
-        return f"reference:{ref_status}", expected, got
-    if status == "error":
-        return f"error:{detail}", expected, got
-    if status != "ok":
-        return status, expected, got
-    if ref_problem:
-        return f"reference:{ref_problem}", expected, got
-    value, error = _resolved(raw_expected)
-    if error:
-        return f"reference:{error}", expected, got
-    if value is None:
-        return "reference:None", expected, got
-    if problem:
-        return problem, expected, got
-    output, error = _resolved(raw_got)
-    if error:
-        return f"error:{error}", expected, got
-    return verdict(value, output), expected, got
 
 
 class Grader:
@@ -193,14 +117,13 @@ class Grader:
                     pair = (reference_worker, answer_worker)
                     with lock:
                         self._note_isolation(pair)
-                    while True:
-                        try:
-                            index = todo.get_nowait()
-                        except queue.Empty:
-                            return
-                        results[index] = self._grade_one(
-                            items[index], reference_worker, answer_worker
-                        )
+                    index, started = _take(todo), None
+                    while index is not None:
+                        following = _take(todo)
+                        upcoming = None if following is None else items[following]
+                        results[index], started = self._grade_one(
+                            items[index], reference_worker, answer_worker, started, upcoming)
+                        index = following
                         with lock:
                             self._note_isolation(pair)  # a restart may have lost a layer
                             bar.update(1)
@@ -244,14 +167,46 @@ class Grader:
                                "is less isolated than it should be", ", ".join(missing))
         self.isolation = merged
 
+    def _blocked(self, answer: str) -> Optional[str]:
+        # the published grader tests the whole answer, prose included, before cutting the code
+        return is_blocked(answer) if self.rules == "benchmark" else None
+
+    def _start_reference(self, item: GradeItem, worker: SandboxWorker) -> Optional[tuple]:
+        """Send ``item``'s reference to ``worker`` when it will be needed and is not known
+        yet; its key (for :meth:`_grade_one` to collect it), or None."""
+        answer, reference_code, test_cases = item
+        key = _key(item)
+        if not test_cases or key in self._reference_cache or self._blocked(answer):
+            return None
+        worker.submit(reference_code, list(key[1]), self.rules, self.reference_timeout,
+                      self.memory_mb, reference=True)
+        return key
+
     def _grade_one(self, item: GradeItem, reference_worker: SandboxWorker,
-                   answer_worker: SandboxWorker) -> GradeResult:
+                   answer_worker: SandboxWorker, started: Optional[tuple] = None,
+                   upcoming: Optional[GradeItem] = None) -> Tuple[GradeResult, Optional[tuple]]:
+        """One answer's verdict, and the key of ``upcoming``'s reference if it was sent.
+
+        ``started``: the key of this item's reference, already sent to ``reference_worker``
+        (:meth:`_start_reference`), collected here. ``upcoming``: the item this thread grades
+        next; its reference is sent once this answer's outputs are in, and runs while they
+        are compared here (the answer is done: the reference runs beside nothing of it)."""
+        if started is not None:  # sent ahead: collected whatever happens next
+            self._reference_cache[started] = reference_worker.collect()
+        result = self._verdict(item, reference_worker, answer_worker)
+        following = None if upcoming is None else self._start_reference(upcoming,
+                                                                         reference_worker)
+        return result() if callable(result) else result, following
+
+    def _verdict(self, item: GradeItem, reference_worker: SandboxWorker,
+                 answer_worker: SandboxWorker):
+        """The verdict, or (once the answer ran) a function that compares its outputs."""
         answer, reference_code, test_cases = item
         tests = list(test_cases.values())
+        key = _key(item)
         if not tests:
             return GradeResult(0.0, 0, 0)
-        # the published grader tests the whole answer, prose included, before cutting the code
-        blocked = is_blocked(answer) if self.rules == "benchmark" else None
+        blocked = self._blocked(answer)
         code = extract_code(answer)
         if blocked:
             not_run = [result_entry(test, False, "(not run: the answer was blocked)", "blocked")
@@ -262,7 +217,6 @@ class Grader:
         # sandbox_confine.pin_to_one_cpu), and an answer must never lose time to its reference.
         # A reference runs in fresh children like an answer: nothing it does to its process
         # (a patched module, a changed decimal context, a finalizer) reaches another task's
-        key = (reference_code, tuple(tests))
         reference = self._reference_cache.get(key)
         if reference is None:
             reference = reference_worker.run(reference_code, tests, self.rules,
@@ -271,8 +225,12 @@ class Grader:
         refused = answer_worker.refused
         outputs = answer_worker.run(code, tests, self.rules, self.timeout, self.memory_mb)
         refused = answer_worker.refused - refused
-        judged = [judge(r, a, t) for r, a, t in zip(reference, outputs, tests)]
-        verdicts = [verdict_word for verdict_word, _ in judged]
-        passed = verdicts.count("pass")
-        return GradeResult(passed / len(tests), passed, len(tests), tests=verdicts,
-                           refused=refused, test_results=[result for _, result in judged])
+
+        def compare() -> GradeResult:
+            judged = [judge(r, a, t) for r, a, t in zip(reference, outputs, tests)]
+            verdicts = [verdict_word for verdict_word, _ in judged]
+            passed = verdicts.count("pass")
+            return GradeResult(passed / len(tests), passed, len(tests), tests=verdicts,
+                               refused=refused, test_results=[result for _, result in judged])
+
+        return compare

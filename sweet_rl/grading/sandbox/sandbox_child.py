@@ -3,9 +3,11 @@
 Loaded by path by :mod:`sandbox_worker` (stdlib only). A child gets its job through its job
 channel (a unix stream socket it may only read: no ``/proc/self/fd`` path reopens a socket,
 as one would a pipe, for writing) after it was forked (see :mod:`sandbox_zygote`): first a
-header line (the answer, the rules,
-the limits, the nonce), then one test expression per line, each written by the worker only
-once the previous test's record has arrived. It sends, on an AF_UNIX SOCK_SEQPACKET socket
+header (:func:`job_header`: the limits, the rules, the nonce, the answer), then one test
+expression per line, each written by the worker only once the previous test's record has
+arrived. Texts travel as JSON string literals, one per line, read with the C string scanner
+alone: the whole JSON decoder's first use in a fresh child copies some 40 pages of the
+worker. It sends, on an AF_UNIX SOCK_SEQPACKET socket
 (``RESULT_FD``), one record per test as soon as it is known: ``[index, status, detail]`` with
 status ``ok`` (detail: the value in the wire format of :mod:`sandbox_values`), ``error``
 (detail: the exception's class name) or ``timeout``. Every packet starts with the job's
@@ -25,9 +27,9 @@ the per-test checks avoid touching objects they do not need.
 """
 
 import _ast
+import _json
 import _queue
 import builtins
-import json
 import operator
 import os
 import signal
@@ -283,31 +285,58 @@ def warm_up(devnull_fd, rounds=12):
     try:
         code = "def f(x):\n    return [x, str(x), (x, 1.5), {x: None}, {x}, x == 1]\n"
         tests = ["f(1)", "f('a')", "missing(1)", "f(2) == [2]"]
-        job = json.dumps({"code": code, "count": len(tests), "start": 0, "rules": "benchmark",
-                          "timeout": 3600, "nonce": "0" * NONCE_LENGTH, "memory_mb": 0})
-        lines = [json.dumps(test).encode() for test in tests]
         for _ in range(rounds):
             for rules in ("benchmark", "strict"):
-                task = parse_job(job.encode())
-                given = iter(lines)
-                run_tests(code, task["count"], 0, rules, 3600, task["nonce"].encode(),
+                task = {"code": code, "count": len(tests), "start": 0, "rules": rules,
+                        "timeout": 3600, "nonce": "0" * NONCE_LENGTH, "memory_mb": 0}
+                lines = (job_header(task) + b"".join(map(text_line, tests))).split(b"\n")
+                given = iter(lines[:-1])
+                task = parse_job(next(given), next(given))
+                run_tests(code, task["count"], 0, task["rules"], 3600, task["nonce"].encode(),
                           lambda: parse_test(next(given, None)), out=devnull_fd)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
 
-def parse_job(line):
-    """A job line (bytes) as the worker wrote it."""
-    job = json.loads(line)
-    if len(job["nonce"]) != NONCE_LENGTH:
+def text_line(text):
+    """A text as one line: a JSON string literal (ASCII, as ``json.dumps`` writes it)."""
+    return json_string(text).encode() + b"\n"
+
+
+def _text(line):
+    """The text of a line :func:`text_line` wrote (without its newline)."""
+    literal = line.decode("ascii")
+    if literal[:1] != '"':
+        raise ValueError("not a JSON string")
+    text, end = _json.scanstring(literal, 1)
+    if end != len(literal):
+        raise ValueError("not one JSON string")
+    return text
+
+
+def job_header(task):
+    """A job's header as the worker writes it: two lines, ``count start timeout memory_mb
+    rules nonce`` and the answer (:func:`text_line`)."""
+    numbers = b"%d %d %r %d %s %s\n" % (task["count"], task["start"], float(task["timeout"]),
+                                          task["memory_mb"], task["rules"].encode(),
+                                          task["nonce"].encode())
+    return numbers + text_line(task["code"])
+
+
+def parse_job(numbers, code):
+    """A job from the header's two lines (bytes), as :func:`job_header` wrote them."""
+    count, start, timeout, memory_mb, rules, nonce = numbers.split()
+    if len(nonce) != NONCE_LENGTH:
         raise ValueError("bad nonce")
-    return job
+    return {"count": int(count), "start": int(start), "timeout": float(timeout),
+            "memory_mb": int(memory_mb), "rules": rules.decode(), "nonce": nonce.decode(),
+            "code": _text(code)}
 
 
 def parse_test(line):
-    """A test line (bytes, a JSON string) as the worker wrote it; None at end of input."""
-    return None if line is None else str(json.loads(line))
+    """A test line (bytes) as :func:`text_line` wrote it; None at end of input."""
+    return None if line is None else _text(line)
 
 
 class JobChannel:

@@ -49,7 +49,7 @@ def decode(text: str) -> object:
     if not isinstance(text, str) or len(text) > MAX_BYTES + 64:
         raise DecodeError("not a wire text, or longer than the encoder writes")
     try:
-        tokens = json.loads(text, parse_constant=_no_constant)
+        tokens = _DECODER.decode(text)
         return _decode_tokens(tokens if type(tokens) is list else [tokens])
     except DecodeError:
         raise
@@ -61,6 +61,10 @@ def decode(text: str) -> object:
 
 def _no_constant(name):
     raise DecodeError(f"bare {name} is not part of the wire format")
+
+
+# one decoder for every output: json.loads with an argument would build a new one each call
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def _number(text: str) -> int:

@@ -246,10 +246,17 @@ class _Program:
     def __init__(self, rows):
         self.rows = (_SockFilter * len(rows))(*[_SockFilter(*row) for row in rows])
         self.fprog = _SockFprog(len(rows), self.rows)
+        # made here, once: a fresh child installing the program builds (so copies) less
+        self.address = ctypes.byref(self.fprog)
 
-    def install(self) -> bool:
-        _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
-        return _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(self.fprog), 0, 0) == 0
+    def install(self, inherited_no_new_privs: bool = False) -> bool:
+        """``inherited_no_new_privs``: the caller's parent set it (skip that call unless the
+        install then fails for want of it)."""
+        if not inherited_no_new_privs:
+            _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+        if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, self.address, 0, 0) == 0:
+            return True
+        return inherited_no_new_privs and self.install()
 
 
 class SeccompFilter:
@@ -264,8 +271,8 @@ class SeccompFilter:
         if self.available:
             self._parts = {part: _Program(seccomp_program(machine, part)) for part in PARTS}
 
-    def _install(self, part: str) -> bool:
-        return self.available and self._parts[part].install()
+    def _install(self, part: str, inherited_no_new_privs: bool = False) -> bool:
+        return self.available and self._parts[part].install(inherited_no_new_privs)
 
     def install(self) -> bool:
         return self._install("all")
@@ -274,4 +281,5 @@ class SeccompFilter:
         return self._install("fork_server")
 
     def install_child(self) -> bool:
-        return self._install("child")
+        """The children's stage, over the fork server's (whose no_new_privs they inherit)."""
+        return self._install("child", inherited_no_new_privs=True)

@@ -56,9 +56,11 @@ import sandbox_memory as memory  # noqa: E402
 import sandbox_records as records  # noqa: E402
 import sandbox_zygote as zygote  # noqa: E402
 from sandbox_child import (JOB_FD, NONCE_LENGTH, RESULT_FD, JobChannel,  # noqa: E402
-                           parse_job, serve, warm_up)
+                           job_header, parse_job, serve, text_line, warm_up)
 from sandbox_limits import EXIT_WAIT, SETUP_LIMIT  # noqa: E402
 
+if (RESULT_FD, JOB_FD) != (zygote.FIRST_CHILD_FD, zygote.FIRST_CHILD_FD + 1):
+    raise ImportError("a child's channels must be where the zygote puts them")
 # sandboxed code imports from the Python installation only, not from this package's folder
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
@@ -153,28 +155,24 @@ class Worker:
             os.close(self.job_layer)
         self.seccomp.install_fork_server()
 
-    def _child_entry(self, folder, job_fd, result_fd, ruleset_fd, zygote_pid):
+    def _child_entry(self, zygote_pid):
         """In a fresh child of the zygote: confine, take the job from its channel, run it.
 
         A child is forked before its job exists (see :meth:`after_reply`), so everything
-        that does not depend on the job (its own session, the Landlock layer, the seccomp
-        filter, closing what it inherited) is done while it waits; only the job's resource
-        limits are set once the job is known, still before any of the job's code runs.
+        that does not depend on the job (its own session, the seccomp filter's last stage,
+        closing what it inherited) is done while it waits; only the job's resource limits
+        are set once the job is known, still before any of the job's code runs. Its result
+        socket and job channel come at ``RESULT_FD`` and ``JOB_FD`` (the zygote puts them
+        there); the folder, HOME, TMPDIR, the Landlock layer and stdin/stdout/stderr on
+        /dev/null come with the zygote.
         """
         os.setsid()
         if not self.own_pids:  # in a pid namespace of its own, it dies with the zygote anyway
             confine.die_with_parent(zygote_pid)  # before the filter: it refuses to change this
-        # the received descriptors may sit on 3 or 4 themselves: lift them first (the folder,
-        # HOME, TMPDIR and stdin/stdout/stderr on /dev/null come with the zygote)
-        result_fd, job_fd = _high(result_fd, 8), _high(job_fd, 8)  # below RLIMIT_NOFILE
-        os.dup2(result_fd, RESULT_FD)
-        os.dup2(job_fd, JOB_FD)
-        os.close(result_fd)
-        os.close(job_fd)
         self.seccomp.install_child()  # the rest of the filter came with the zygote
         os.closerange(JOB_FD + 1, 1 << 16)
         channel = JobChannel(JOB_FD)
-        job = parse_job(channel.line() or b"null")
+        job = parse_job(channel.line(), channel.line())
 
         def confine_for(task):
             left = task["count"] - task["start"]
@@ -194,8 +192,8 @@ class Worker:
         job_theirs.shutdown(_socket.SHUT_WR)
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         ours.setsockopt(_socket.SOL_SOCKET, records.SO_TIMESTAMPNS, 1)
-        try:
-            pid, pidfd = self.zygote.fork(self.jobdir, job_theirs.fileno(), theirs.fileno(), -1)
+        try:  # the child finds them at RESULT_FD and JOB_FD
+            pid, pidfd = self.zygote.fork([theirs.fileno(), job_theirs.fileno()])
         except OSError as error:
             ours.close()
             job_ours.close()
@@ -226,14 +224,14 @@ class Worker:
                 return False
         return True
 
-    def _give(self, child, tests, index, deadline):
-        """Test ``index``'s expression to the child, when its clock starts (see collect); the
+    def _give(self, child, lines, index, deadline):
+        """Test ``index``'s line to the child, when its clock starts (see collect); the
         channel closes after the last test, so the child's harness ends there. Nothing when
         the tests went ahead."""
         if child.job_fd is None:
             return
-        self._write(child, (json.dumps(tests[index]) + "\n").encode(), deadline)
-        if index == len(tests) - 1:
+        self._write(child, lines[index], deadline)
+        if index == len(lines) - 1:
             self._close_channel(child)
 
     # -- jobs ------------------------------------------------------------------------------
@@ -241,6 +239,7 @@ class Worker:
         """Results for every test of ``job`` and the number of refused packets. The job's
         last child is killed here but cleaned up by :meth:`after_reply`."""
         tests = job["tests"]
+        lines = [text_line(test) for test in tests]
         results = [None] * len(tests)
         index, refused, received = 0, 0, [0]
         while index < len(results):
@@ -255,9 +254,8 @@ class Worker:
                     self.memory.limit(task["memory_mb"])
                 except OSError:  # a lower bound than the children hold now: the old one stays
                     pass
-            header = (json.dumps(task) + "\n").encode()
-            ahead = job.get("reference") and "".join(json.dumps(test) + "\n"
-                                                     for test in tests[index:]).encode()
+            header = job_header(task)
+            ahead = job.get("reference") and b"".join(lines[index:])
             if ahead and len(ahead) <= AHEAD_BYTES:
                 # a reference: its tests at once, no round trip per test (each test is still
                 # timed from the record before it); it races only its own clock
@@ -267,7 +265,7 @@ class Worker:
                 self._write(child, header, setup_by)
             index, healthy, bad = records.collect(
                 child, task, index, results, self._status,
-                lambda at, deadline: self._give(child, tests, at, deadline), received,
+                lambda at, deadline: self._give(child, lines, at, deadline), received,
                 setup_by=setup_by)
             refused += bad
             if index < len(results):  # the next test needs a clean folder and a new child

@@ -5,12 +5,13 @@ after it has confined and warmed itself up and *before it reads any job*, so the
 memory never holds a job: no answer's code, no test, no output. A child forked from it can
 therefore find nothing of any other job in the memory it inherits (an answer scanning its
 heap for an earlier answer's function, or for an earlier rollout's outputs, finds nothing),
-and it receives its own job only after the fork, through a pipe (see :mod:`sandbox_child`).
+and it receives its own job only after the fork, through its job channel (see
+:mod:`sandbox_child`).
 
 Protocol, over an AF_UNIX SOCK_SEQPACKET pair (one message each way per request):
 
-    worker -> zygote   b"F" + job folder (utf-8) [+ b"\0" + pids to reap, comma-separated],
-                       with SCM_RIGHTS fds [job, result, ruleset]
+    worker -> zygote   b"F" [+ pids to reap, comma-separated], with SCM_RIGHTS the child's
+                       channels (the child finds them at 3, 4, ...: ``FIRST_CHILD_FD``)
     zygote -> worker   b"P" + pid, with SCM_RIGHTS [pidfd]   (the child runs; the zygote
                        closed the fds it got)
     worker -> zygote   b"R" + pid                  (only when the worker wants a wait status)
@@ -27,13 +28,18 @@ does not answer makes the worker unusable, and the grader replaces it.
 """
 
 import array
+import fcntl
 import os
 
 import _socket
 
 from sandbox_limits import CONTROL_LIMIT
 
-CONTROL_FDS = 3  # job pipe (read end), result socket (child end), Landlock ruleset (or -1)
+CONTROL_FDS = 2  # the descriptors a child gets (its result socket and job channel)
+# they land on 3, 4 in the zygote as they arrive (its own descriptors sit at ``HIGH_FD`` and
+# above), so a child inherits them where it uses them and moves none
+FIRST_CHILD_FD = 3
+HIGH_FD = 64
 _FD_SPACE = _socket.CMSG_SPACE(CONTROL_FDS * array.array("i").itemsize)
 
 
@@ -60,14 +66,14 @@ class ZygoteClient:
         sock.settimeout(CONTROL_LIMIT)  # every reply has a deadline: socket.timeout, an OSError
         self.finished = []  # children the worker is done with, reaped at the next request
 
-    def fork(self, folder, job_fd, result_fd, ruleset_fd):
-        """Ask for a child: ``(pid, pidfd)``. The caller still owns (and closes) its fds and
-        owns the pidfd. Raises OSError when the zygote does not fork one in time."""
-        message = b"F" + folder.encode()
-        if self.finished:
-            message += b"\0" + b",".join(b"%d" % pid for pid in self.finished)
-            self.finished = []
-        send_fds(self.sock, message, [job_fd, result_fd, ruleset_fd])
+    def fork(self, fds):
+        """Ask for a child that finds ``fds`` (at most ``CONTROL_FDS``) at
+        ``FIRST_CHILD_FD``, ``FIRST_CHILD_FD + 1``...: ``(pid, pidfd)``. The caller still owns
+        (and closes) its fds and owns the pidfd. Raises OSError when the zygote does not fork
+        one in time."""
+        message = b"F" + b",".join(b"%d" % pid for pid in self.finished)
+        self.finished = []
+        send_fds(self.sock, message, fds)
         reply, fds = receive_fds(self.sock, 64)
         if not reply.startswith(b"P") or len(fds) != 1:
             for fd in fds:
@@ -105,12 +111,15 @@ class ZygoteClient:
 
 
 def start_zygote(child_entry, keep_fds, die_with_parent, confine=None, own_pids=False):
-    """Fork the zygote; returns a :class:`ZygoteClient`. ``child_entry(folder, job_fd,
-    result_fd, ruleset_fd, zygote_pid)`` runs in each child and never returns; ``keep_fds``
-    are the worker's fds the zygote needs (e.g. /dev/null), every other one is closed;
-    ``confine()`` runs in the zygote before it serves: what it applies, every child inherits
-    without paying for it again. ``own_pids``: the worker unshared its pid namespace, so the
-    zygote is the first process of a new one (its parent, outside, shows as pid 0)."""
+    """Fork the zygote; returns a :class:`ZygoteClient`. ``child_entry(zygote_pid)`` runs in
+    each child, with the descriptors its fork request sent at ``FIRST_CHILD_FD``..., and never
+    returns; ``keep_fds`` are the worker's fds the zygote needs (/dev/null first), all at
+    ``HIGH_FD`` or above; every other one is closed. ``confine()`` runs in the zygote before
+    it serves: what it applies, every child inherits without paying for it again.
+    ``own_pids``: the worker unshared its pid namespace, so the zygote is the first process
+    of a new one (its parent, outside, shows as pid 0)."""
+    if min(keep_fds) < HIGH_FD:
+        raise ValueError(f"the zygote keeps descriptors at {HIGH_FD} and above, got {keep_fds}")
     ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     worker_pid = os.getpid()
     pid = os.fork()
@@ -120,8 +129,9 @@ def start_zygote(child_entry, keep_fds, die_with_parent, confine=None, own_pids=
     try:
         ours.close()
         die_with_parent(0 if own_pids else worker_pid)
-        control = theirs.fileno()
-        keep = sorted({control, *keep_fds})
+        control = _socket.socket(fileno=fcntl.fcntl(theirs.fileno(), fcntl.F_DUPFD, HIGH_FD))
+        theirs.close()
+        keep = sorted({control.fileno(), *keep_fds})
         devnull = keep_fds[0]
         for fd in (0, 1, 2):  # the worker's pipes to the grader are not the zygote's business
             os.dup2(devnull, fd)
@@ -133,7 +143,7 @@ def start_zygote(child_entry, keep_fds, die_with_parent, confine=None, own_pids=
         os.closerange(low, 1 << 16)
         if confine is not None:
             confine()
-        _serve(theirs, child_entry)
+        _serve(control, child_entry)
     finally:
         os._exit(0)
 
@@ -148,6 +158,20 @@ def _reap(pid):
     return (True, status) if done else (False, None)
 
 
+def _placed(fds):
+    """The received descriptors at ``FIRST_CHILD_FD``... They land there as they arrive (the
+    zygote holds nothing else below ``HIGH_FD``); anything else is moved into place."""
+    wanted = list(range(FIRST_CHILD_FD, FIRST_CHILD_FD + len(fds)))
+    if fds != wanted:
+        moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, HIGH_FD) for fd in fds]
+        for fd in fds:
+            os.close(fd)
+        for fd, target in zip(moved, wanted):
+            os.dup2(fd, target)
+            os.close(fd)
+    return wanted
+
+
 def _serve(sock, child_entry):
     unreaped = set()  # children the worker is done with that had not ended yet
     while True:
@@ -157,17 +181,15 @@ def _serve(sock, child_entry):
             return
         if not data:  # the worker is gone
             return
-        if data[:1] == b"F" and len(fds) >= 2:
-            folder, _, finished = data[1:].partition(b"\0")
-            unreaped.update(int(pid) for pid in finished.split(b",") if pid)
+        if data[:1] == b"F" and fds:
+            unreaped.update(int(pid) for pid in data[1:].split(b",") if pid)
             unreaped = {pid for pid in unreaped if not _reap(pid)[0]}
-            folder = folder.decode()
-            ruleset = fds[2] if len(fds) > 2 else -1
+            fds = _placed(fds)
             pid = os.fork()
             if pid == 0:
                 try:
                     sock.close()
-                    child_entry(folder, fds[0], fds[1], ruleset, os.getppid())
+                    child_entry(os.getppid())
                 finally:
                     os._exit(0)
             for fd in fds:
