@@ -82,7 +82,7 @@ def sample(args) -> dict:
 
 def rank(args) -> dict:
     from sweet_rl.stepwise.ranking import parse_step
-    from sweet_rl.factory import build_judge
+    from sweet_rl.stages.factory import build_judge
     from sweet_rl.io import read_jsonl
     from sweet_rl.stages.groups import EngineOptions, JudgeOptions
 

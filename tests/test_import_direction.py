@@ -53,7 +53,16 @@ def _offenders(importer: str, imported: str):
 
 def test_the_parser_sees_the_package():
     assert "sweet_rl.cli.main" in MODULES and "sweet_rl.types" in MODULES
-    assert "sweet_rl.types" in MODULES["sweet_rl.openai_compat"]
+    assert "sweet_rl.types" in MODULES["sweet_rl.models.openai_compat"]
+
+
+def test_the_top_level_holds_only_the_shared_helpers():
+    """Everything else lives in a room (a package); the top level keeps the bottom layer and
+    the small helpers every room shares."""
+    loose = sorted(name for name in MODULES if name.count(".") == 1
+                   and not (PACKAGE / name.split(".")[1]).is_dir())
+    assert loose == ["sweet_rl.io", "sweet_rl.layout", "sweet_rl.notices", "sweet_rl.records",
+                     "sweet_rl.seeding", "sweet_rl.types"]
 
 
 def test_only_the_command_line_imports_the_command_line():
@@ -67,8 +76,14 @@ def test_only_the_command_line_imports_the_command_line():
     ("sweet_rl.stepwise", "sweet_rl.training"),
     ("sweet_rl.environments", "sweet_rl.simulators"),
     ("sweet_rl.environments", "sweet_rl.agents"),
-    ("sweet_rl.openai_compat", "sweet_rl.simulators"),
-    ("sweet_rl.openai_compat", "sweet_rl.agents"),
+    ("sweet_rl.environments", "sweet_rl.rollouts"),
+    ("sweet_rl.models", "sweet_rl.agents"),
+    ("sweet_rl.models", "sweet_rl.simulators"),
+    ("sweet_rl.models", "sweet_rl.environments"),
+    ("sweet_rl.models", "sweet_rl.rollouts"),
+    ("sweet_rl.models", "sweet_rl.stepwise"),
+    ("sweet_rl.models", "sweet_rl.stages"),
+    ("sweet_rl.rollouts", "sweet_rl.stages"),
 ])
 def test_library_layers(importer, imported):
     assert _offenders(importer, imported) == []

@@ -62,7 +62,7 @@ class CriticPickAgent(Agent):
 
     def generate(self, conversations: List[ChatMessages], seeds: Optional[List[int]] = None,
                  keys: Optional[Sequence[Hashable]] = None) -> List[AgentOutput]:
-        from sweet_rl.hf_generation import format_chat
+        from sweet_rl.models.hf_generation import format_chat
 
         seeds = list(seeds) if seeds is not None else list(range(len(conversations)))
         keys = list(keys) if keys is not None else [None] * len(conversations)

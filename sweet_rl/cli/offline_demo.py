@@ -38,8 +38,8 @@ class OfflineDemoOptions(Options):
 def offline_demo(opts: OfflineDemoOptions) -> None:
     """Play the scripted dialogues and write them with their sidecar."""
     from sweet_rl.data.tasks import load_tasks
-    from sweet_rl.factory import resolve_model
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.stages.factory import resolve_model
+    from sweet_rl.models.hf_generation import load_tokenizer
     from sweet_rl.io import write_jsonl, write_sidecar
 
     arguments = opts.flags()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Hashable, List, Optional, Sequence
 
-from sweet_rl.openai_compat import EndpointUnavailable
+from sweet_rl.models.openai_compat import EndpointUnavailable
 from sweet_rl.types import ChatMessages, SimulatorReply
 
 # The name this error had when only the simulator talked to a server. The HTTP agent shares

@@ -59,7 +59,7 @@ def run_chunked(stage: ChunkedStage) -> str:
     from tqdm import tqdm
 
     from sweet_rl.io import append_jsonl, staged_output, write_sidecar
-    from sweet_rl.sharding import shard_facts
+    from sweet_rl.stages.sharding import shard_facts
     from sweet_rl.stepwise.resume import records_done
 
     opts = stage.opts

@@ -94,7 +94,7 @@ class Ranking(ChunkedStage):
         return self.identity(record.to_dict())
 
     def open(self):
-        from sweet_rl.factory import build_judge
+        from sweet_rl.stages.factory import build_judge
 
         opts = self.opts
         return build_judge(opts, opts, use_sum=opts.use_sum,

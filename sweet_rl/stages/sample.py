@@ -94,7 +94,7 @@ class Sampling(ChunkedStage):
         return self.identity(record)
 
     def open(self):
-        from sweet_rl.factory import resolve_model
+        from sweet_rl.stages.factory import resolve_model
         from sweet_rl.stepwise.sampling import build_sampler
 
         opts = self.opts

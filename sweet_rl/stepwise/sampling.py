@@ -30,13 +30,13 @@ def with_candidates(
 
 
 class HFSampler:
-    """Samples with :class:`~sweet_rl.hf_generation.HFGenerator` (the N copies of a prompt are
-    one batch of ``batch_size`` rows at a time) and scores with the same loaded model."""
+    """Samples with :class:`~sweet_rl.models.hf_generation.HFGenerator` (the N copies of a prompt
+    are one batch of ``batch_size`` rows at a time) and scores with the same loaded model."""
 
     def __init__(self, model_path: str, temperature: float = 1.0, max_new_tokens: int = 1024,
                  device: Optional[str] = None, dtype: str = "auto", batch_size: int = 16,
                  prompt_cache: bool = True, include_stop: bool = True):
-        from sweet_rl.hf_generation import HFGenerator
+        from sweet_rl.models.hf_generation import HFGenerator
         from sweet_rl.stepwise.scoring import ContinuationScorer
 
         self.generator = HFGenerator(model_path, device=device, dtype=dtype,

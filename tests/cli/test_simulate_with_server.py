@@ -8,7 +8,7 @@ import pytest
 from sweet_rl.stages.simulate import simulate
 from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.io import read_jsonl
-from sweet_rl.openai_compat import ChatClient, ModelNotServed
+from sweet_rl.models.openai_compat import ChatClient, ModelNotServed
 from sweet_rl.records import Trajectory
 from sweet_rl.simulators.base import SimulatorUnavailable
 from tests.serve_helpers import free_port, transformers_serve

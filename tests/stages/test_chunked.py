@@ -9,7 +9,7 @@ import pytest
 
 from sweet_rl.flags import flag
 from sweet_rl.io import read_jsonl
-from sweet_rl.sharding import merge_shards
+from sweet_rl.stages.sharding import merge_shards
 from sweet_rl.stages.chunked import ChunkedStage, run_chunked
 from sweet_rl.stages.groups import ChunkedRunOptions
 

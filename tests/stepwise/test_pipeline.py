@@ -32,7 +32,7 @@ def _write(path, rows):
 
 @pytest.fixture(scope="module")
 def tokenizer(tiny_model_dir):
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
 
     return load_tokenizer(tiny_model_dir)
 

@@ -40,7 +40,7 @@ def _hf_greedy_tokens(agent, prompt):
 
 
 def test_greedy_replies_are_the_hf_agents(llm, vllm_model):
-    from sweet_rl import vllm_engine
+    from sweet_rl.models import vllm_engine
     from sweet_rl.agents.vllm_agent import build_requests
 
     conversations = _conversations()

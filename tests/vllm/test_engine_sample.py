@@ -30,7 +30,7 @@ TASKS = (("add two numbers", 1.0), ("sort a list", 0.0), ("reverse a string", 1.
 
 @pytest.fixture(scope="module")
 def offline(tmp_path_factory, stop_model):
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
 
     path = tmp_path_factory.mktemp("offline") / "offline.jsonl"
     return write_offline(path, load_tokenizer(stop_model), TASKS)
@@ -55,7 +55,7 @@ def sampler(stop_llm, stop_model):
 
 def test_reference_logprobs_are_the_hf_scorers_on_the_sampled_tokens(stop_llm, stop_model,
                                                                        records, sampler):
-    from sweet_rl import vllm_engine
+    from sweet_rl.models import vllm_engine
     from sweet_rl.stepwise.scoring import ContinuationScorer
     from sweet_rl.stepwise.vllm_backend import candidate_requests, completion_score
 
