@@ -111,3 +111,28 @@ def test_no_probing_for_our_own_interfaces():
         and node.func.id == "hasattr"
     ]
     assert probes == []
+
+
+SANDBOX = "sweet_rl.grading.sandbox"
+
+
+def test_sandbox_code_imports_only_the_standard_library_and_its_neighbours():
+    """The trust boundary: every ``sandbox_*`` module runs in the worker or its children, which
+    load their neighbours by path (``python -S``): nothing of the package above the folder, in
+    particular not the grading-process modules that decode and compare what children send."""
+    inside = [name for name in MODULES if name.startswith(SANDBOX + ".sandbox_")]
+    assert f"{SANDBOX}.sandbox_worker" in inside and f"{SANDBOX}.sandbox_values" in inside
+    reached = sorted(f"{module} imports {name}" for module in inside for name in MODULES[module]
+                     if _within(name, "sweet_rl")
+                     and not name.startswith(SANDBOX + ".sandbox_") and name != SANDBOX)
+    assert reached == []
+    assert "sweet_rl.grading.decode" in MODULES and "sweet_rl.grading.compare" in MODULES
+
+
+def test_only_the_grader_side_reaches_into_the_sandbox_folder():
+    """Above the folder, what the grading process uses of it is the worker's handle and the
+    bounds of the wire format; nothing but tests would import the worker's own modules."""
+    reached = sorted({name.split(".")[3] for module, names in MODULES.items()
+                      if _within(module, "sweet_rl") and not _within(module, SANDBOX)
+                      for name in names if name.startswith(SANDBOX + ".")})
+    assert reached == ["client", "sandbox_values"]

@@ -6,7 +6,7 @@ import os
 import time
 
 from sweet_rl.grading.sandbox.client import SandboxWorker
-from sweet_rl.grading.sandbox.sandbox_decode import decode
+from sweet_rl.grading.decode import decode
 
 # what an answer may do to the world, as outcome names (the errno's name, or "ok")
 PROBE = """
