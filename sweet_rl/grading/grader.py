@@ -64,11 +64,6 @@ class GradeResult:
     test_results: List[Dict[str, object]] = field(default_factory=list)
 
 
-def safe_verdict(reference: List[str], answer: List[str]) -> str:
-    """:func:`judge`'s verdict alone, never raising (see :func:`judge`)."""
-    return judge(reference, answer, "")[0]
-
-
 def judge(reference: List[str], answer: List[str], test: str) -> Tuple[str, Dict[str, object]]:
     """``(verdict, test result)`` of one test, never raising: nothing an answer returns may
     end a grading run; an unexpected failure fails that one test and names the exception.

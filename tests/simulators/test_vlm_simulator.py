@@ -12,7 +12,7 @@ import pytest
 from sweet_rl.rendering import assets as page_assets
 from sweet_rl.stages.factory import build_simulator
 from sweet_rl.stages.simulate_options import SimulatorOptions
-from sweet_rl.simulators.images import decode_data_url, image_part, png_data_url, text_part
+from sweet_rl.models.chat_images import decode_data_url, image_part, png_data_url, text_part
 from sweet_rl.simulators.local_vlm_simulator import LocalVLMSimulator, split_images
 from sweet_rl.simulators.openai_simulator import OpenAISimulator
 from sweet_rl.models.tiny_vlm import IMAGE_PAD, build_tiny_vlm

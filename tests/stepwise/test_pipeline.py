@@ -180,7 +180,7 @@ def test_rank_reads_n_from_each_record(tmp_path, tiny_model_dir, sampled):
 
 def test_pairs_load_in_training(ranked, tmp_path, tiny_model_dir, tokenizer, capsys):
     from sweet_rl.training.data import read_preference_pairs, tokenize_pairs
-    from sweet_rl.training.masks import SequenceTokenizer
+    from sweet_rl.training.collators import SequenceTokenizer
 
     records = _lines(ranked)
     eos = tokenizer.eos_token
