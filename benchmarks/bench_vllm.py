@@ -57,7 +57,7 @@ def build(folder: str, tasks: int):
     kept = trajectories[:fraction_count(len(trajectories), 0.5)]
     for trajectory in kept:
         trajectory.reward = 0.0  # sampling never reads it
-    return model, [r["input"] for t in kept for r in turn_records(t)]
+    return model, [r.input for t in kept for r in turn_records(t)]
 
 
 def rate(tokens: int, seconds: float) -> str:

@@ -12,21 +12,21 @@ leaves that token out. A candidate cut at ``max_new_tokens`` has no stop token.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+import dataclasses
+from typing import List, Optional, Tuple
 
+from sweet_rl.records import StepSample
 from sweet_rl.seeding import candidate_seeds
 from sweet_rl.stepwise.scoring import Score, mean_of
 
 
-def with_candidates(
-    record: Dict[str, Any], outputs: List[str], scores: List[Score]
-) -> Dict[str, Any]:
+def with_candidates(record: StepSample, outputs: List[str], scores: List[Score]) -> StepSample:
     """A step record with its N candidates and their reference scores."""
     if len(outputs) != len(scores):
         raise ValueError(f"{len(outputs)} candidates but {len(scores)} scores")
-    return dict(record, additional_outputs=list(outputs),
-                additional_reference_logprobs=[mean_of(s) for s in scores],
-                additional_reference_logprobs_sum=[float(s[0]) for s in scores])
+    return dataclasses.replace(record, additional_outputs=list(outputs),
+                               additional_reference_logprobs=[mean_of(s) for s in scores],
+                               additional_reference_logprobs_sum=[float(s[0]) for s in scores])
 
 
 class HFSampler:
