@@ -43,9 +43,9 @@ def build(folder: str, tasks: int):
     from sweet_rl.data.mini_dialogues import STYLES, build_mini_trajectories
     from sweet_rl.data.mini_tasks import corpus, generate_tasks
     from sweet_rl.models.hf_generation import load_tokenizer
+    from sweet_rl.models.tiny_model import build_tiny_model
     from sweet_rl.prompts import MINI_AGENT_PROMPT
     from sweet_rl.stepwise.turns import fraction_count, turn_records
-    from sweet_rl.models.tiny_model import build_tiny_model
 
     model = build_tiny_model(os.path.join(folder, "model"), seed=0, hidden_size=128,
                              num_layers=2, extra_text=corpus(["late_fee"]))

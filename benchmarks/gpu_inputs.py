@@ -69,9 +69,9 @@ def write_data(out: str, model: str, tasks: int) -> dict:
     from sweet_rl.data.mini_dialogues import STYLES, build_mini_trajectories
     from sweet_rl.data.mini_tasks import generate_tasks
     from sweet_rl.evaluation.preferences import pair_texts
-    from sweet_rl.models.hf_generation import load_tokenizer
     from sweet_rl.io import write_jsonl
     from sweet_rl.layout import rollout_of, row_of
+    from sweet_rl.models.hf_generation import load_tokenizer
     from sweet_rl.stepwise.pairs import pair_record
 
     tokenizer = load_tokenizer(model)

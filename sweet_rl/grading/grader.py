@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from sweet_rl.grading.code_extraction import extract_code, is_blocked
-from sweet_rl.grading.sandbox.client import SandboxWorker, weakest
 from sweet_rl.grading.compare import resolve, verdict
 from sweet_rl.grading.decode import DecodeError, decode
+from sweet_rl.grading.sandbox.client import SandboxWorker, weakest
 from sweet_rl.grading.test_report import cut, result_entry, short_repr, status_text
 
 logger = logging.getLogger(__name__)

@@ -183,8 +183,8 @@ def _play(opts: SimulateOptions, run: _Run, todo: List[int], writer, agent, simu
           make) -> None:
     """Play rows ``todo`` of this shard (file row r is row ``first + r`` of the whole run,
     whose seed it keeps) and hand each finished one to ``writer``."""
-    from sweet_rl.rollouts.pipeline import run_pipelined
     from sweet_rl.rollouts.lockstep import run_dialogues
+    from sweet_rl.rollouts.pipeline import run_pipelined
     from sweet_rl.seeding import row_seed
 
     lockstep = opts.rollout == "lockstep"

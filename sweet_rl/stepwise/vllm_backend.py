@@ -24,9 +24,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from sweet_rl.models.vllm_engine import logprob_value
 from sweet_rl.seeding import candidate_seeds
 from sweet_rl.stepwise.scoring import Score, SpanScorer
-from sweet_rl.models.vllm_engine import logprob_value
 
 
 def completion_score(completion: Any, stop_ids: Sequence[int], include_stop: bool = True) -> Score:

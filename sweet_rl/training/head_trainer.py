@@ -26,9 +26,9 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from sweet_rl.training.collators import SequenceTokenizer, pad_batch
 from sweet_rl.training.heads import ScalarHeadModel, load_backbone, save_head_files
 from sweet_rl.training.losses import bradley_terry_loss, value_loss
-from sweet_rl.training.collators import SequenceTokenizer, pad_batch
 from sweet_rl.training.options import TrainingOptions
 from sweet_rl.training.trainer import PreferenceTrainer
 from sweet_rl.training.vlm_heads import KIND as VLM_KIND

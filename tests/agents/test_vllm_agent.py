@@ -1,8 +1,8 @@
 """The vLLM adapters' pure parts (requests, engine arguments), without vLLM; the engine itself
 runs in the vLLM environment (tests/vllm/)."""
 
-from sweet_rl.models import vllm_engine
 from sweet_rl.agents.vllm_agent import build_requests
+from sweet_rl.models import vllm_engine
 from sweet_rl.models.hf_generation import format_chat, load_tokenizer
 
 

@@ -16,9 +16,9 @@ import pytest
 
 from sweet_rl.agents.base import Agent
 from sweet_rl.environments import make_env
-from sweet_rl.rollouts.pipeline import run_pipelined
 from sweet_rl.records import Task
 from sweet_rl.rollouts.lockstep import run_dialogues
+from sweet_rl.rollouts.pipeline import run_pipelined
 from sweet_rl.simulators.base import Simulator
 from sweet_rl.types import AgentOutput, SimulatorReply
 

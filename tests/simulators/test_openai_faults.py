@@ -6,8 +6,7 @@ import time
 import pytest
 
 from sweet_rl.agents.openai_agent import OpenAIAgent, is_reasoning_model, render_messages
-from sweet_rl.models.openai_compat import (ChatClient, ChatResult, EndpointUnavailable,
-                                           base_url_from)
+from sweet_rl.models.openai_compat import ChatClient, ChatResult, EndpointUnavailable, base_url_from
 from sweet_rl.simulators.base import SimulatorReply
 from sweet_rl.simulators.openai_simulator import OpenAISimulator
 from tests.serve_helpers import free_port
