@@ -4,7 +4,7 @@ from setuptools import find_packages, setup
 
 EXTRAS = {
     # offline inference for the agent, sample and rank stages on GPUs (0.6.5 to today's
-    # releases, sweet_rl/vllm_engine.py); on the CPU, vLLM's CPU build lives in its own
+    # releases, sweet_rl/models/vllm_engine.py); on the CPU, vLLM's CPU build lives in its own
     # environment (scripts/vllm_env.sh)
     "vllm": ["vllm>=0.6"],
     # frontend design: rendering and CLIP scoring

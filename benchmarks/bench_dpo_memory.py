@@ -42,7 +42,7 @@ def child(variant: str, model_dir: str, data: str, save_path: str) -> None:
 
 
 def make_inputs(workdir: str, hidden_size: int, num_layers: int) -> tuple:
-    from sweet_rl.tiny_model import build_tiny_model
+    from sweet_rl.models.tiny_model import build_tiny_model
 
     model_dir = build_tiny_model(os.path.join(workdir, "model"), seed=0, hidden_size=hidden_size,
                                  num_layers=num_layers)

@@ -95,7 +95,7 @@ def main() -> None:
               args.candidate_tokens, args.repeats, args.threads, args.score_tokens)
         return
 
-    from sweet_rl.tiny_model import build_tiny_model
+    from sweet_rl.models.tiny_model import build_tiny_model
 
     with tempfile.TemporaryDirectory() as workdir:
         model_dir = build_tiny_model(os.path.join(workdir, "model"), seed=0,

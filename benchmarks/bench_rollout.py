@@ -92,13 +92,13 @@ def main() -> None:
     from sweet_rl.agents.hf_agent import HFAgent
     from sweet_rl.data.tasks import load_tasks
     from sweet_rl.environments import make_env
-    from sweet_rl.openai_compat import ChatClient
-    from sweet_rl.pipeline import run_pipelined
+    from sweet_rl.models.openai_compat import ChatClient
+    from sweet_rl.models.tiny_model import ensure_tiny_model
     from sweet_rl.prompts import load_prompt
-    from sweet_rl.rollout import run_dialogues
+    from sweet_rl.rollouts.lockstep import run_dialogues
+    from sweet_rl.rollouts.pipeline import run_pipelined
     from sweet_rl.seeding import row_seed
     from sweet_rl.simulators.openai_simulator import OpenAISimulator
-    from sweet_rl.tiny_model import ensure_tiny_model
 
     server = latency_server(args.median_latency, args.sigma)
     base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"

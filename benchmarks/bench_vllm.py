@@ -42,10 +42,10 @@ def build(folder: str, tasks: int):
     """The model and the miniature's offline turn records (prompts)."""
     from sweet_rl.data.mini_dialogues import STYLES, build_mini_trajectories
     from sweet_rl.data.mini_tasks import corpus, generate_tasks
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
+    from sweet_rl.models.tiny_model import build_tiny_model
     from sweet_rl.prompts import MINI_AGENT_PROMPT
     from sweet_rl.stepwise.turns import fraction_count, turn_records
-    from sweet_rl.tiny_model import build_tiny_model
 
     model = build_tiny_model(os.path.join(folder, "model"), seed=0, hidden_size=128,
                              num_layers=2, extra_text=corpus(["late_fee"]))
@@ -57,7 +57,7 @@ def build(folder: str, tasks: int):
     kept = trajectories[:fraction_count(len(trajectories), 0.5)]
     for trajectory in kept:
         trajectory.reward = 0.0  # sampling never reads it
-    return model, [r["input"] for t in kept for r in turn_records(t)]
+    return model, [r.input for t in kept for r in turn_records(t)]
 
 
 def rate(tokens: int, seconds: float) -> str:

@@ -6,7 +6,7 @@
 
 Writes to OUT:
   model/          a random Llama-architecture model from a config (no download), with the
-                  project's local tokenizer (sweet_rl/tiny_model.py). ``1b``: Llama-3.2-1B's
+                  project's local tokenizer (sweet_rl/models/tiny_model.py). ``1b``: Llama-3.2-1B's
                   layout (hidden 2048, 16 layers, 32 heads, 8 key-value heads, MLP 8192),
                   about 0.98B parameters; its vocabulary is the local tokenizer's 1K tokens,
                   not Llama-3's 128K, so its output layer costs far less than a real 1B's;
@@ -34,7 +34,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-# LlamaConfig fields per size; "tiny" is the project's tiny model (sweet_rl/tiny_model.py)
+# LlamaConfig fields per size; "tiny" is the project's tiny model (sweet_rl/models/tiny_model.py)
 SIZES = {
     "1b": dict(hidden_size=2048, num_layers=16, intermediate_size=8192,
                num_attention_heads=32, num_key_value_heads=8),
@@ -45,7 +45,7 @@ SIZES = {
 def build_model(out: str, size: str, device: str) -> dict:
     import torch
 
-    from sweet_rl.tiny_model import build_tiny_model
+    from sweet_rl.models.tiny_model import build_tiny_model
 
     path = build_tiny_model(os.path.join(out, "model"), seed=0, device=device,
                             dtype="bfloat16", tie_embeddings=True, **SIZES[size])
@@ -69,9 +69,9 @@ def write_data(out: str, model: str, tasks: int) -> dict:
     from sweet_rl.data.mini_dialogues import STYLES, build_mini_trajectories
     from sweet_rl.data.mini_tasks import generate_tasks
     from sweet_rl.evaluation.preferences import pair_texts
-    from sweet_rl.hf_generation import load_tokenizer
     from sweet_rl.io import write_jsonl
     from sweet_rl.layout import rollout_of, row_of
+    from sweet_rl.models.hf_generation import load_tokenizer
     from sweet_rl.stepwise.pairs import pair_record
 
     tokenizer = load_tokenizer(model)

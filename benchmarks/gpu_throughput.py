@@ -55,7 +55,7 @@ def sample(args) -> dict:
     records, _ = read_turn_records(args.offline, 1.0)
     sampler = build_sampler("hf", args.model, 1.0, args.max_new_tokens, args.device, "auto",
                             args.batch_size, args.seed)
-    sampler.sample([records[-1]["input"]], args.n, [row_seed(args.seed, len(records))])  # warm-up
+    sampler.sample([records[-1].input], args.n, [row_seed(args.seed, len(records))])  # warm-up
     _synchronize(args.device)
     if os.path.exists(args.sampled):
         os.remove(args.sampled)
@@ -64,11 +64,11 @@ def sample(args) -> dict:
     start = time.perf_counter()
     while turns < len(records) and (turns < 2 or time.perf_counter() - start < args.seconds):
         record = records[turns]
-        (outputs, scores), = sampler.sample([record["input"]], args.n,
+        (outputs, scores), = sampler.sample([record.input], args.n,
                                             [row_seed(args.seed, turns)])
         append_jsonl(args.sampled, [with_candidates(record, outputs, scores)])
         prompt_tokens += len(sampler.generator.tokenizer(
-            record["input"], add_special_tokens=False)["input_ids"])
+            record.input, add_special_tokens=False)["input_ids"])
         turns += 1
     _synchronize(args.device)
     seconds = time.perf_counter() - start
@@ -82,7 +82,7 @@ def sample(args) -> dict:
 
 def rank(args) -> dict:
     from sweet_rl.stepwise.ranking import parse_step
-    from sweet_rl.factory import build_judge
+    from sweet_rl.stages.factory import build_judge
     from sweet_rl.io import read_jsonl
     from sweet_rl.stages.groups import EngineOptions, JudgeOptions
 

@@ -39,7 +39,7 @@ ROLLOUTS=${ROLLOUTS:-2}
 MAX_NEW_TOKENS=${MAX_NEW_TOKENS:-64}
 mkdir -p "$OUT"
 # (tail: a library may log to stdout on import)
-TINY=$(python -c "from sweet_rl.tiny_model import ensure_tiny_model; print(ensure_tiny_model())" | tail -n 1)
+TINY=$(python -c "from sweet_rl.models.tiny_model import ensure_tiny_model; print(ensure_tiny_model())" | tail -n 1)
 TASKS=$(python -c "from sweet_rl.data.tasks import SAMPLE_BACKEND_TASKS; print(SAMPLE_BACKEND_TASKS)" | tail -n 1)
 
 if wants 1; then

@@ -37,7 +37,7 @@ case "$CRITIC_KIND" in
   vlm)
     if [ "$VLM_CRITIC_MODEL" = tiny ]; then  # the embedded tiny Qwen2-VL, built once
       VLM_CRITIC_MODEL=$(python -c \
-          "from sweet_rl.tiny_vlm import ensure_tiny_vlm; print(ensure_tiny_vlm())" | tail -n 1)
+          "from sweet_rl.models.tiny_vlm import ensure_tiny_vlm; print(ensure_tiny_vlm())" | tail -n 1)
     fi
     PAIR_FLAG=--vlm_preference_path  # each side: the reference screenshot and the dialogue
     # stage 2 (sweet_stages.sh) names the agent as --pretrain; this later --pretrain wins

@@ -231,7 +231,13 @@ class PreferencePair(Record):
 
 @dataclass
 class StepSample(Record):
-    """One assistant turn of the offline data with N sampled alternatives (sample / rank)."""
+    """One assistant turn of the offline data with N sampled alternatives (sample / rank).
+
+    The same record travels the whole way: made per assistant turn without candidates
+    (:mod:`sweet_rl.stepwise.turns`), given its candidates by the sample stage and its
+    ``judge_result`` by the rank stage. A file always holds the candidate keys:
+    :meth:`from_dict` requires them.
+    """
 
     input: str
     input_with_ground_truth: str
@@ -239,9 +245,9 @@ class StepSample(Record):
     reward: float
     ground_truth: str
     messages: List[Dict[str, Any]]
-    additional_outputs: List[str]
-    additional_reference_logprobs: List[float]
-    additional_reference_logprobs_sum: List[float]
+    additional_outputs: List[str] = field(default_factory=list)
+    additional_reference_logprobs: List[float] = field(default_factory=list)
+    additional_reference_logprobs_sum: List[float] = field(default_factory=list)
     judge_result: Optional[List[float]] = _omit_none()
     extra: Dict[str, Any] = field(default_factory=dict)
 
@@ -283,3 +289,9 @@ class StepSample(Record):
                     f"has {len(value)} entries but additional_outputs has {n}", field=prefix + key
                 )
         return sample
+
+    def to_dict(self) -> Dict[str, Any]:
+        out = super().to_dict()
+        if "judge_result" in out:  # the rank stage adds it last, after any unknown key, as the
+            out["judge_result"] = out.pop("judge_result")  # original's does
+        return out

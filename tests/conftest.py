@@ -38,7 +38,7 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> str:
-    from sweet_rl.tiny_model import build_tiny_model
+    from sweet_rl.models.tiny_model import build_tiny_model
 
     return build_tiny_model(str(tmp_path_factory.mktemp("tiny-llama")), seed=0)
 

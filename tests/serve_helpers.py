@@ -33,7 +33,7 @@ def free_port() -> int:
 
 def build_tiny(tmp_path, seed: int = 0) -> str:
     """The tiny random Llama model + tokenizer in ``tmp_path/tiny-llama``; returns the path."""
-    from sweet_rl.tiny_model import build_tiny_model
+    from sweet_rl.models.tiny_model import build_tiny_model
 
     return build_tiny_model(os.path.join(str(tmp_path), "tiny-llama"), seed=seed)
 

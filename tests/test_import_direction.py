@@ -53,7 +53,16 @@ def _offenders(importer: str, imported: str):
 
 def test_the_parser_sees_the_package():
     assert "sweet_rl.cli.main" in MODULES and "sweet_rl.types" in MODULES
-    assert "sweet_rl.types" in MODULES["sweet_rl.openai_compat"]
+    assert "sweet_rl.types" in MODULES["sweet_rl.models.openai_compat"]
+
+
+def test_the_top_level_holds_only_the_shared_helpers():
+    """Everything else lives in a room (a package); the top level keeps the bottom layer and
+    the small helpers every room shares."""
+    loose = sorted(name for name in MODULES if name.count(".") == 1
+                   and not (PACKAGE / name.split(".")[1]).is_dir())
+    assert loose == ["sweet_rl.io", "sweet_rl.layout", "sweet_rl.notices", "sweet_rl.records",
+                     "sweet_rl.seeding", "sweet_rl.types"]
 
 
 def test_only_the_command_line_imports_the_command_line():
@@ -67,8 +76,14 @@ def test_only_the_command_line_imports_the_command_line():
     ("sweet_rl.stepwise", "sweet_rl.training"),
     ("sweet_rl.environments", "sweet_rl.simulators"),
     ("sweet_rl.environments", "sweet_rl.agents"),
-    ("sweet_rl.openai_compat", "sweet_rl.simulators"),
-    ("sweet_rl.openai_compat", "sweet_rl.agents"),
+    ("sweet_rl.environments", "sweet_rl.rollouts"),
+    ("sweet_rl.models", "sweet_rl.agents"),
+    ("sweet_rl.models", "sweet_rl.simulators"),
+    ("sweet_rl.models", "sweet_rl.environments"),
+    ("sweet_rl.models", "sweet_rl.rollouts"),
+    ("sweet_rl.models", "sweet_rl.stepwise"),
+    ("sweet_rl.models", "sweet_rl.stages"),
+    ("sweet_rl.rollouts", "sweet_rl.stages"),
 ])
 def test_library_layers(importer, imported):
     assert _offenders(importer, imported) == []
@@ -96,3 +111,28 @@ def test_no_probing_for_our_own_interfaces():
         and node.func.id == "hasattr"
     ]
     assert probes == []
+
+
+SANDBOX = "sweet_rl.grading.sandbox"
+
+
+def test_sandbox_code_imports_only_the_standard_library_and_its_neighbours():
+    """The trust boundary: every ``sandbox_*`` module runs in the worker or its children, which
+    load their neighbours by path (``python -S``): nothing of the package above the folder, in
+    particular not the grading-process modules that decode and compare what children send."""
+    inside = [name for name in MODULES if name.startswith(SANDBOX + ".sandbox_")]
+    assert f"{SANDBOX}.sandbox_worker" in inside and f"{SANDBOX}.sandbox_values" in inside
+    reached = sorted(f"{module} imports {name}" for module in inside for name in MODULES[module]
+                     if _within(name, "sweet_rl")
+                     and not name.startswith(SANDBOX + ".sandbox_") and name != SANDBOX)
+    assert reached == []
+    assert "sweet_rl.grading.decode" in MODULES and "sweet_rl.grading.compare" in MODULES
+
+
+def test_only_the_grader_side_reaches_into_the_sandbox_folder():
+    """Above the folder, what the grading process uses of it is the worker's handle and the
+    bounds of the wire format; nothing but tests would import the worker's own modules."""
+    reached = sorted({name.split(".")[3] for module, names in MODULES.items()
+                      if _within(module, "sweet_rl") and not _within(module, SANDBOX)
+                      for name in names if name.startswith(SANDBOX + ".")})
+    assert reached == ["client", "sandbox_values"]

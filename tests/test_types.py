@@ -8,10 +8,10 @@ from sweet_rl.environments.backend import BackendEnv
 from sweet_rl.environments.base import CollaborationEnv
 from sweet_rl.evaluation.preferences import GROUND_TRUTH_PREFIX
 from sweet_rl.io import read_jsonl, write_jsonl
-from sweet_rl.openai_compat import EndpointUnavailable
+from sweet_rl.models.openai_compat import EndpointUnavailable
 from sweet_rl.records import Record, Task
-from sweet_rl.rollout import run_dialogues
-from sweet_rl.simulators.base import Simulator, SimulatorReply, SimulatorUnavailable
+from sweet_rl.rollouts.lockstep import run_dialogues
+from sweet_rl.simulators.base import Simulator, SimulatorReply
 from sweet_rl.stepwise.scoring import ContinuationScorer, SpanScorer
 from sweet_rl.stepwise.turns import with_ground_truth
 from sweet_rl.stepwise.vllm_backend import VLLMScorer
@@ -31,8 +31,6 @@ def test_an_unreachable_agent_is_not_called_a_simulator():
     with pytest.raises(EndpointUnavailable) as info:
         OpenAIAgent("fake", base_url=url)
     assert type(info.value).__name__ == "EndpointUnavailable" and url in str(info.value)
-    # the old name still catches it, wherever a simulator run expects it
-    assert SimulatorUnavailable is EndpointUnavailable
 
 
 class _Agent:

@@ -14,8 +14,8 @@ reference solution, the reward and a badge. A graded row that kept its ``test_re
 (evaluate_code) shows how many tests passed and a table of the failed ones: the test, what
 the reference gave, what the answer gave (or its error, timeout…), and the grader's verdict.
 Replies of the simulated human that leak the reference (the row's ``leak_turns``, written by
-the backend environment, see :mod:`sweet_rl.leaks`) are framed in red and tagged, and the
-header gives the file's leak rate; rows without leak information show neither.
+the backend environment, see :mod:`sweet_rl.environments.leaks`) are framed in red and tagged, and
+the header gives the file's leak rate; rows without leak information show neither.
 Everything taken from the file is HTML-escaped; no user text ever reaches a script or attribute
 unescaped. CSS and JS are inline: the page needs no server and loads nothing from the network.
 A frontend (design) file is refused with a line naming the design viewer
@@ -36,7 +36,7 @@ if importlib.util.find_spec("sweet_rl") is None or importlib.util.find_spec("vis
 
 from sweet_rl.io import write_bytes  # noqa: E402
 from sweet_rl.layout import check_rollout_layout, place  # noqa: E402
-from sweet_rl.leaks import format_leak_rate, leak_summary  # noqa: E402
+from sweet_rl.environments.leaks import format_leak_rate, leak_summary  # noqa: E402
 from sweet_rl.records import Trajectory  # noqa: E402
 from visualizers.page_parts import (  # noqa: E402
     BACKEND, PageOptions, esc as _esc, filter_buttons, folded, nav_item, page_document,

@@ -53,16 +53,15 @@ class CriticPickAgent(Agent):
             raise ValueError("Best-of-N with a critic needs each dialogue's key (its row) to "
                              "find the task's reference")
         truth = self.truth_of(key)
-        record = with_candidates({"input": prompt, "input_with_ground_truth":
-                                  with_ground_truth(prompt, truth), "older_output": "",
-                                  "reward": 0.0, "ground_truth": truth,
-                                  "messages": list(messages)}, texts, reference)
-        [judged] = self.judge.judge([StepSample.from_dict(record)])
+        turn = StepSample(input=prompt, input_with_ground_truth=with_ground_truth(prompt, truth),
+                          older_output="", reward=0.0, ground_truth=truth, messages=list(messages))
+        record = with_candidates(turn, texts, reference)
+        [judged] = self.judge.judge([record])
         return [float(v) for v in judged]
 
     def generate(self, conversations: List[ChatMessages], seeds: Optional[List[int]] = None,
                  keys: Optional[Sequence[Hashable]] = None) -> List[AgentOutput]:
-        from sweet_rl.hf_generation import format_chat
+        from sweet_rl.models.hf_generation import format_chat
 
         seeds = list(seeds) if seeds is not None else list(range(len(conversations)))
         keys = list(keys) if keys is not None else [None] * len(conversations)

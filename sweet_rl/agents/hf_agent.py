@@ -14,7 +14,7 @@ class HFAgent(Agent):
     def __init__(self, model_path: str, temperature: float = 1.0, max_new_tokens: int = 1024,
                  device: Optional[str] = None, dtype: str = "auto", batch_size: int = 16,
                  generator=None):
-        from sweet_rl.hf_generation import HFGenerator
+        from sweet_rl.models.hf_generation import HFGenerator
 
         self.generator = generator or HFGenerator(
             model_path, device=device, dtype=dtype, max_new_tokens=max_new_tokens,

@@ -14,7 +14,7 @@ vLLM or ``transformers serve``. The server applies the chat template itself, so 
 A request the server rejects (HTTP 400, e.g. the dialogue outgrew the context window) is
 recorded as ``output=""`` with a logged warning: the environment treats an empty answer as an
 empty message, so that dialogue goes on (and usually fails) rather than stopping the whole run.
-An unreachable server raises :class:`~sweet_rl.openai_compat.EndpointUnavailable`.
+An unreachable server raises :class:`~sweet_rl.models.openai_compat.EndpointUnavailable`.
 
 Reasoning models (o1, o3, o4 families) reject ``max_tokens`` and any ``temperature`` but 1:
 for them the limit is sent as ``max_completion_tokens`` and no temperature is sent. The model
@@ -29,7 +29,7 @@ from typing import List, Optional
 
 from sweet_rl.agents.base import Agent
 from sweet_rl.types import AgentOutput, ChatMessages
-from sweet_rl.openai_compat import ChatClient
+from sweet_rl.models.openai_compat import ChatClient
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ class OpenAIAgent(Agent):
             logger.warning("%s is a reasoning model: temperature %s is not sent (they only "
                            "accept 1)", model, temperature)
         if isinstance(tokenizer, (str, os.PathLike)):
-            from sweet_rl.hf_generation import load_tokenizer
+            from sweet_rl.models.hf_generation import load_tokenizer
 
             tokenizer = load_tokenizer(str(tokenizer))
         self.tokenizer = tokenizer
@@ -83,7 +83,7 @@ class OpenAIAgent(Agent):
     def format_prompt(self, messages: ChatMessages) -> str:
         if self.tokenizer is None:
             return render_messages(messages)
-        from sweet_rl.hf_generation import format_chat
+        from sweet_rl.models.hf_generation import format_chat
 
         return format_chat(self.tokenizer, messages)
 

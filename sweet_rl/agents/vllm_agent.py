@@ -1,10 +1,10 @@
 """The ``vllm`` agent: offline ``vllm.LLM``, tensor parallel over the visible GPUs (or vLLM's
 CPU build on the CPU).
 
-vLLM is imported only when this backend is built (through :mod:`sweet_rl.vllm_engine`, the one
-module that calls vLLM), so the rest of the package works without it. The prompt building and
-sampling-parameter logic is kept in :func:`build_requests`, a pure function; the engine itself
-runs in the vLLM tests (tests/vllm/).
+vLLM is imported only when this backend is built (through
+:mod:`sweet_rl.models.vllm_engine`, the one module that calls vLLM), so the rest of the package
+works without it. The prompt building and sampling-parameter logic is kept in
+:func:`build_requests`, a pure function; the engine itself runs in the vLLM tests (tests/vllm/).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def build_requests(tokenizer, conversations: List[ChatMessages], temperature: fl
     ``hf`` backend records, so files from both backends train the same way. Each row gets its
     own seed so a dialogue's sampling does not depend on which rows share its batch.
     """
-    from sweet_rl.hf_generation import format_chat, stop_token_ids
+    from sweet_rl.models.hf_generation import format_chat, stop_token_ids
 
     stops = stop_token_ids(tokenizer)
     requests = []
@@ -48,8 +48,8 @@ class VLLMAgent(Agent):
                  tensor_parallel_size: Optional[int] = None, gpu_memory_utilization: float = 0.9,
                  max_model_len: Optional[int] = None, seed: int = 0, dtype: str = "auto",
                  llm=None):
-        from sweet_rl import vllm_engine
-        from sweet_rl.hf_generation import load_tokenizer
+        from sweet_rl.models import vllm_engine
+        from sweet_rl.models.hf_generation import load_tokenizer
 
         self.tokenizer = load_tokenizer(model_path)
         self.owns_llm = llm is None
@@ -62,7 +62,7 @@ class VLLMAgent(Agent):
 
     def generate(self, conversations: List[ChatMessages], seeds: Optional[List[int]] = None,
                  keys=None) -> List[AgentOutput]:
-        from sweet_rl import vllm_engine
+        from sweet_rl.models import vllm_engine
 
         requests = build_requests(self.tokenizer, conversations, self.temperature,
                                   self.max_new_tokens, seeds)
@@ -75,7 +75,7 @@ class VLLMAgent(Agent):
 
     def close(self) -> None:
         if self.owns_llm and self.llm is not None:
-            from sweet_rl.vllm_engine import close_llm
+            from sweet_rl.models.vllm_engine import close_llm
 
             close_llm(self.llm)
         self.llm = None

@@ -82,7 +82,7 @@ def play(agent, tasks, path: str, seed: int, max_steps: int, rollouts: int = 1,
     from sweet_rl.environments import make_env
     from sweet_rl.io import write_jsonl
     from sweet_rl.prompts import load_prompt
-    from sweet_rl.rollout import run_dialogues
+    from sweet_rl.rollouts.lockstep import run_dialogues
     from sweet_rl.seeding import row_seed
     from sweet_rl.simulators.scripted_simulator import ScriptedSimulator
     from sweet_rl.stages.evaluate_code import EvaluateCodeOptions, evaluate_code
@@ -110,7 +110,7 @@ def best_of_n_curve(opts: MiniBestOfNOptions) -> str:
     """Play every chooser at every N, write ``best_of_n.json``, print and return the table."""
     from sweet_rl.agents.critic_pick import CriticPickAgent
     from sweet_rl.data.tasks import load_tasks
-    from sweet_rl.factory import build_judge
+    from sweet_rl.stages.factory import build_judge
     from sweet_rl.io import write_sidecar
     from sweet_rl.stages.groups import EngineOptions, JudgeOptions
 

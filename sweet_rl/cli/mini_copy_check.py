@@ -61,7 +61,7 @@ def copy_check(opts: CopyCheckOptions) -> dict:
     import json
 
     from sweet_rl.data.mini_dialogues import build_mini_trajectories
-    from sweet_rl.hf_generation import HFGenerator
+    from sweet_rl.models.hf_generation import HFGenerator
     from sweet_rl.io import read_jsonl, write_sidecar
     from sweet_rl.prompts import load_prompt
     from sweet_rl.records import Task

@@ -4,7 +4,7 @@
 
 Writes into ``output_dir``:
 
-* ``base/``: a fresh tiny Llama with the local tokenizer (:mod:`sweet_rl.tiny_model`), of
+* ``base/``: a fresh tiny Llama with the local tokenizer (:mod:`sweet_rl.models.tiny_model`), of
   the size asked for: the model the SFT stage then warm-starts;
 * ``train_tasks.jsonl``, ``test_tasks.jsonl``: generated tasks of the two splits
   (:mod:`sweet_rl.data.mini_tasks`), the test ones held out;
@@ -67,10 +67,10 @@ def warm_start(opts: WarmStartOptions) -> None:
     from sweet_rl.data.mini_drills import build_drills
     from sweet_rl.data.mini_tasks import corpus, generate_tasks
     from sweet_rl.data.mini_warm_start import build_warm_start_trajectories, parse_mix
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
     from sweet_rl.io import write_jsonl, write_sidecar
     from sweet_rl.prompts import MINI_AGENT_PROMPT, load_prompt
-    from sweet_rl.tiny_model import build_tiny_model
+    from sweet_rl.models.tiny_model import build_tiny_model
 
     agent_prompt = load_prompt(MINI_AGENT_PROMPT if opts.agent_prompt_path == "mini"
                                else opts.agent_prompt_path, "agent")

@@ -38,9 +38,9 @@ class OfflineDemoOptions(Options):
 def offline_demo(opts: OfflineDemoOptions) -> None:
     """Play the scripted dialogues and write them with their sidecar."""
     from sweet_rl.data.tasks import load_tasks
-    from sweet_rl.factory import resolve_model
-    from sweet_rl.hf_generation import load_tokenizer
     from sweet_rl.io import write_jsonl, write_sidecar
+    from sweet_rl.models.hf_generation import load_tokenizer
+    from sweet_rl.stages.factory import resolve_model
 
     arguments = opts.flags()
     tasks = load_tasks(opts.input_path, task_type=opts.task_type)

@@ -58,7 +58,7 @@ def build_drills(tokenizer, n: int, seed: int = 0, agent_prompt: str = None,
     """``n`` drill rows (Trajectory) on the details of ``families`` (all by default), the
     agent's input chat-formatted with ``tokenizer`` after the same system message as the
     dialogues."""
-    from sweet_rl.hf_generation import format_chat
+    from sweet_rl.models.hf_generation import format_chat
     from sweet_rl.prompts import load_prompt
     from sweet_rl.records import Task, Trajectory, Turn
 

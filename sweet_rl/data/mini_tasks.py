@@ -294,7 +294,7 @@ def guess_values(task: Task, known: Sequence[str] = ()) -> Dict[str, object]:
 def corpus(families: Optional[Sequence[str]] = None) -> Iterator[str]:
     """Every text the miniature's dialogues (of ``families``; all by default) are made of
     (requests, references of every hidden value, questions, replies), for the tokenizer of its
-    tiny model to learn: :func:`sweet_rl.tiny_model.build_tokenizer` ``extra_text``."""
+    tiny model to learn: :func:`sweet_rl.models.tiny_model.build_tokenizer` ``extra_text``."""
     from sweet_rl.data.mini_dialogues import IRRELEVANT_QUESTIONS, question
     from sweet_rl.simulators.scripted_simulator import UNHELPFUL_REPLY
 

@@ -71,7 +71,7 @@ class ScriptedAgent(Agent):
         self.tokenizer, self.turns = tokenizer, turns
 
     def generate(self, conversations, seeds=None, keys=None):
-        from sweet_rl.hf_generation import format_chat
+        from sweet_rl.models.hf_generation import format_chat
 
         outputs = []
         for messages in conversations:
@@ -105,7 +105,7 @@ def play_scripts(tokenizer, rows, scripts: List[List[str]], human: Simulator,
     agent's system message ``agent_prompt``, a text)."""
     from sweet_rl.environments import make_env
     from sweet_rl.prompts import load_prompt
-    from sweet_rl.rollout import run_dialogues
+    from sweet_rl.rollouts.lockstep import run_dialogues
 
     if agent_prompt is None:
         agent_prompt = load_prompt(None, "agent", task_type)

@@ -1,9 +1,9 @@
 """A collaborative dialogue between an agent and a simulated human, one task at a time.
 
 The environment owns the dialogue state and the protocol; it does not call models itself.
-A :class:`sweet_rl.dialogue.Dialogue` asks its environment for the agent's and the
-simulator's inputs and feeds the replies back; the drivers (:mod:`sweet_rl.rollout`,
-:mod:`sweet_rl.pipeline`) send those inputs to the models in batches — so one batched
+A :class:`sweet_rl.rollouts.dialogue.Dialogue` asks its environment for the agent's and the
+simulator's inputs and feeds the replies back; the drivers (:mod:`sweet_rl.rollouts.lockstep`,
+:mod:`sweet_rl.rollouts.pipeline`) send those inputs to the models in batches — so one batched
 generate call serves many dialogues at once.
 
 What each model sees is the original's layout, because the published numbers depend on it:
@@ -16,7 +16,7 @@ What each model sees is the original's layout, because the published numbers dep
   ``{dialogue_history}`` filled in, the history written as ``role:content`` and four newlines
   per turn, ending with ``agent:``.
 
-Leaks (:mod:`sweet_rl.leaks`): an environment whose simulator reads the reference as text
+Leaks (:mod:`.leaks`): an environment whose simulator reads the reference as text
 (``checks_leaks``, the backend) checks every reply it stores and lists the leaking ones in the
 row (``leaked_replies``, ``leak_turns``). With ``resample_leaks=N`` it also lets the rollout ask
 the simulator again, up to N times per turn, when a reply leaks: the rollout asks
@@ -31,7 +31,7 @@ from typing import Dict, List, Optional, Set
 
 from sweet_rl.environments.protocol import (MAX_TURNS, NO_ANSWER, ParsedTurn, dialogue_ends,
                                             parse_agent_output)
-from sweet_rl.leaks import RESAMPLE_REMINDER, reply_leaks
+from sweet_rl.environments.leaks import RESAMPLE_REMINDER, reply_leaks
 from sweet_rl.prompts import fill_template
 from sweet_rl.records import Task, Trajectory, Turn
 from sweet_rl.types import ChatMessages, SimulatorReply
@@ -67,7 +67,7 @@ class CollaborationEnv:
     """
 
     reply_chars: int = 400  # the simulated human's replies are cut to this many characters
-    # How many environments of a batch :mod:`sweet_rl.rollout` may record at once, from
+    # How many environments of a batch :mod:`sweet_rl.rollouts.lockstep` may record at once, from
     # threads. One (in order, on the calling thread) unless a subclass does slow I/O per turn.
     record_workers: int = 1
     # Whether the human's replies are checked against the reference as text (the backend,
@@ -150,7 +150,7 @@ class CollaborationEnv:
         """What the simulated human sees (backend layout; the frontend overrides it).
 
         ``reminder``: for a resample after a leak, the user message ends with a blank line and
-        :data:`sweet_rl.leaks.RESAMPLE_REMINDER`; without it the layout is the original's.
+        :data:`.leaks.RESAMPLE_REMINDER`; without it the layout is the original's.
         """
         text = fill_template(self.user_prompt, self.prompt_values())
         if reminder:

@@ -23,17 +23,17 @@ and the note, are a template (``captions``, :mod:`sweet_rl.prompts.captions`), o
 default; and a reference page that does not render ends the dialogue before the agent is asked
 (the original asked the agent once and dropped its reply), with the reason in ``error``.
 
-Rendering is the slow part, so the environment exposes what :mod:`sweet_rl.rollout` needs to
-do it for a whole batch at once: ``prepare()`` renders the reference (once per task: the
-screenshot folder is the cache), and ``record_workers`` says how many environments may record
-turns concurrently (the renderer pool's size).
+Rendering is the slow part, so the environment exposes what
+:mod:`sweet_rl.rollouts.lockstep` needs to do it for a whole batch at once: ``prepare()`` renders
+the reference (once per task: the screenshot folder is the cache), and ``record_workers`` says how
+many environments may record turns concurrently (the renderer pool's size).
 """
 
 from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from sweet_rl.chat_images import image_part, text_part
+from sweet_rl.models.chat_images import image_part, text_part
 from sweet_rl.environments.base import CollaborationEnv, simulator_transcript
 from sweet_rl.environments.html_snippet import split_page
 from sweet_rl.rendering.page_shots import read_png, shoot
@@ -56,7 +56,7 @@ class DesignEnv(CollaborationEnv):
 
     ``screenshot_dir`` holds every PNG; ``output_path`` is the trajectory file the stored
     screenshot paths are relative to (absolute paths when None). ``max_image_side`` shrinks
-    images sent to the simulator (see :mod:`sweet_rl.chat_images`).
+    images sent to the simulator (see :mod:`sweet_rl.models.chat_images`).
     ``page_placeholder`` replaces each page in the turn's content by ``[SEE RENDERED HTML]``.
     ``captions``: the sentences around the pictures (default: the bundled file's);
     ``lenient_pages``: find pages by the lenient rule instead of the original's.

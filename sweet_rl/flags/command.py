@@ -83,7 +83,7 @@ def run_stage(stage: Callable[[Any], Any], options: type,
     except (ValueError, OSError) as err:  # UsageError, a bad value, a missing config file
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
-    from sweet_rl.openai_compat import EndpointUnavailable
+    from sweet_rl.models.openai_compat import EndpointUnavailable
     from sweet_rl.records import RecordError
 
     quiet_logs(level)

@@ -7,7 +7,7 @@ and memory. Their outputs come back in the safe wire format of
 :mod:`~sweet_rl.grading.sandbox.sandbox_values` and are compared in this process, as the published
 grader compares them in its own: a test passes when both ran and
 ``reference_output == answer_output and reference_output is not None`` holds, reference on
-the left, an exception meaning "not passed" (:mod:`~sweet_rl.grading.sandbox.sandbox_compare`).
+the left, an exception meaning "not passed" (:mod:`~sweet_rl.grading.compare`).
 
 Two rule sets (recorded by the caller with every reward):
 
@@ -38,7 +38,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from sweet_rl.grading.code_extraction import extract_code, is_blocked
 from sweet_rl.grading.sandbox.client import SandboxWorker, weakest
 from sweet_rl.grading.test_report import result_entry
-from sweet_rl.grading.verdicts import judge, safe_verdict  # noqa: F401 - their public home
+from sweet_rl.grading.verdicts import judge
 
 logger = logging.getLogger(__name__)
 

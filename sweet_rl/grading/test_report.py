@@ -4,7 +4,7 @@ A person reading a failed dialogue wants to see, per test, what the reference ga
 the answer gave. The verdict is decided elsewhere (:mod:`~sweet_rl.grading.grader`); this
 module only turns the two decoded outputs into text.
 
-Decoded outputs are plain data rebuilt by :mod:`~sweet_rl.grading.sandbox.sandbox_decode`
+Decoded outputs are plain data rebuilt by :mod:`~sweet_rl.grading.decode`
 (builtins and the grader's own stand-in classes), so writing them runs no code of the answer.
 What the answer *returns* is still its choice, though: a list nested a thousand deep, a
 string of forty megabytes, a set of two million items, an int of 400,000 bits (Python refuses
@@ -24,8 +24,7 @@ import decimal
 import fractions
 from typing import Dict, List
 
-from sweet_rl.grading.sandbox.sandbox_compare import (Comparison, NumpyArray, NumpyScalar,
-                                                      Opaque, TypeName)
+from sweet_rl.grading.compare import Comparison, NumpyArray, NumpyScalar, Opaque, TypeName
 
 MAX_CHARS = 200  # characters of one expected/got text (and of the test expression kept)
 MAX_LEVEL = 6  # containers deeper than this are written as "..."

@@ -2,7 +2,7 @@
 
 :func:`judge` decodes a reference's and an answer's output (the wire format of
 :mod:`~sweet_rl.grading.sandbox.sandbox_values`), applies the published grader's rule
-(:mod:`~sweet_rl.grading.sandbox.sandbox_compare`) and writes a bounded text of each output
+(:mod:`~sweet_rl.grading.compare`) and writes a bounded text of each output
 (:mod:`~sweet_rl.grading.test_report`); nothing an answer returns may make it raise.
 """
 
@@ -10,14 +10,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Tuple
 
-from sweet_rl.grading.sandbox.sandbox_compare import resolve, verdict
-from sweet_rl.grading.sandbox.sandbox_decode import DecodeError, decode
+from sweet_rl.grading.compare import resolve, verdict
+from sweet_rl.grading.decode import DecodeError, decode
 from sweet_rl.grading.test_report import cut, result_entry, short_repr, status_text
-
-
-def safe_verdict(reference: List[str], answer: List[str]) -> str:
-    """:func:`judge`'s verdict alone, never raising (see :func:`judge`)."""
-    return judge(reference, answer, "")[0]
 
 
 def judge(reference: List[str], answer: List[str], test: str) -> Tuple[str, Dict[str, object]]:

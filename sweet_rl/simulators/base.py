@@ -4,21 +4,14 @@ from __future__ import annotations
 
 from typing import Hashable, List, Optional, Sequence
 
-from sweet_rl.openai_compat import EndpointUnavailable
 from sweet_rl.types import ChatMessages, SimulatorReply
-
-# The name this error had when only the simulator talked to a server. The HTTP agent shares
-# the client now, so the class itself is named after the endpoint; this alias keeps
-# ``except SimulatorUnavailable`` (and code that imports it from here) working unchanged.
-SimulatorUnavailable = EndpointUnavailable
 
 # One hashable per conversation (e.g. the dialogue's row index), the same for every turn of a
 # dialogue. A simulator spread over several servers sends each dialogue to one server for its
 # whole life so that server's prefix cache keeps paying off; the others ignore the keys.
 DialogueKeys = Optional[Sequence[Hashable]]
 
-__all__ = ["DialogueKeys", "Simulator", "SimulatorReply",
-           "SimulatorUnavailable"]  # the last two re-exported
+__all__ = ["DialogueKeys", "Simulator", "SimulatorReply"]  # the last one re-exported
 
 
 class Simulator:

@@ -1,8 +1,8 @@
 """The in-process vision-language simulator: a local transformers image-text-to-text model.
 
 The frontend default when no ``--hostname`` is given (the embedded tiny Qwen2-VL, see
-:mod:`sweet_rl.tiny_vlm`); any local Qwen2-VL-style checkpoint works the same way. It takes the
-OpenAI message format the HTTP simulator sends — ``content`` as a list of text and
+:mod:`sweet_rl.models.tiny_vlm`); any local Qwen2-VL-style checkpoint works the same way. It takes
+the OpenAI message format the HTTP simulator sends — ``content`` as a list of text and
 ``image_url`` parts with PNG data URLs — and answers greedily.
 
 A conversation longer than the model's context gets ``SimulatorReply(text=None, error=...)``,
@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from sweet_rl.chat_images import decode_data_url
+from sweet_rl.models.chat_images import decode_data_url
 from sweet_rl.simulators.base import DialogueKeys, Simulator
 from sweet_rl.types import ChatMessages, SimulatorReply
 
@@ -53,7 +53,7 @@ class LocalVLMSimulator(Simulator):
         import torch
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
-        from sweet_rl.hf_generation import pick_device, stop_token_ids
+        from sweet_rl.models.hf_generation import pick_device, stop_token_ids
 
         self.device = pick_device(device)
         self.processor = AutoProcessor.from_pretrained(model_path)

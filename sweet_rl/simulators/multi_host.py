@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, Hashable, List, Optional, Sequence, Set, Union
 from urllib.parse import urlsplit
 
-from sweet_rl.openai_compat import ChatClient, EndpointUnavailable
+from sweet_rl.models.openai_compat import ChatClient, EndpointUnavailable
 from sweet_rl.simulators.base import DialogueKeys, Simulator
 from sweet_rl.types import ChatMessages, SimulatorReply
 
@@ -37,7 +37,7 @@ def host_url(entry: str, port: Optional[int] = None) -> str:
     """The base URL for one ``host``, ``host:port`` or ``http(s)://...`` entry.
 
     An entry without its own port gets ``port``; a full URL is kept as written (as
-    :func:`sweet_rl.openai_compat.base_url_from` does for a single host).
+    :func:`sweet_rl.models.openai_compat.base_url_from` does for a single host).
     """
     entry = entry.strip()
     if "://" in entry:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from sweet_rl.openai_compat import ChatClient, base_url_from
+from sweet_rl.models.openai_compat import ChatClient, base_url_from
 from sweet_rl.simulators.base import DialogueKeys, Simulator
 from sweet_rl.types import ChatMessages, SimulatorReply
 
@@ -19,8 +19,8 @@ class OpenAISimulator(Simulator):
     """Replies from ``model`` served at ``base_url`` (e.g. ``http://localhost:8000/v1``).
 
     ``check=True`` probes the server at construction, so a run with a wrong host or port stops
-    within seconds with a :class:`~sweet_rl.openai_compat.EndpointUnavailable` naming the URL,
-    instead of after the agent's first (possibly long) generation. Rejected requests (HTTP 400,
+    within seconds with a :class:`~sweet_rl.models.openai_compat.EndpointUnavailable` naming the
+    URL, instead of after the agent's first (possibly long) generation. Rejected requests (HTTP 400,
     e.g. a dialogue that outgrew the simulator's context) give ``SimulatorReply(text=None,
     error=...)``.
 

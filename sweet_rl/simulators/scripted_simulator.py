@@ -86,7 +86,8 @@ def reply_to(prompt: str) -> str:
 
 
 class ScriptedSimulator(Simulator):
-    """Select it with ``--env_model scripted`` (see :func:`sweet_rl.factory.build_simulator`)."""
+    """Select it with ``--env_model scripted``
+    (see :func:`sweet_rl.stages.factory.build_simulator`)."""
 
     name = "scripted"
 

@@ -11,8 +11,9 @@ do), so a resumed run and the shards of a run write, together, the file one run 
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List
+from typing import Any, List
 
+from sweet_rl.records import StepSample
 from sweet_rl.stages.groups import ChunkedRunOptions
 
 
@@ -26,24 +27,21 @@ class ChunkedStage:
         self.opts = opts
         self.chunk_size = opts.chunk_size  # records per append
 
-    def read(self) -> List[Any]:
+    def read(self) -> List[StepSample]:
         """Every input record of the whole run, checked (before anything is written)."""
         raise NotImplementedError
 
-    def identity(self, line: Dict[str, Any]) -> str:
-        """What identifies an input record, computed from the output line it became."""
-        raise NotImplementedError
-
-    def key(self, record: Any) -> str:
-        """The identity of an input record (what :meth:`identity` gives for its output)."""
+    def key(self, record: StepSample) -> str:
+        """What identifies an input record; the same for the output record it becomes (which
+        keeps the fields the key is made of), so a resumed run checks its lines by it."""
         raise NotImplementedError
 
     def open(self) -> Any:
         """The model (or judge) that does the work; called only when there is work."""
         raise NotImplementedError
 
-    def process(self, worker: Any, chunk: List[Any], first: int) -> List[Dict[str, Any]]:
-        """The output lines of ``chunk``, whose first record is record ``first`` of the run."""
+    def process(self, worker: Any, chunk: List[StepSample], first: int) -> List[StepSample]:
+        """The output records of ``chunk``, whose first record is record ``first`` of the run."""
         raise NotImplementedError
 
     def close(self, worker: Any) -> None:
@@ -59,7 +57,7 @@ def run_chunked(stage: ChunkedStage) -> str:
     from tqdm import tqdm
 
     from sweet_rl.io import append_jsonl, staged_output, write_sidecar
-    from sweet_rl.sharding import shard_facts
+    from sweet_rl.stages.sharding import shard_facts
     from sweet_rl.stepwise.resume import records_done
 
     opts = stage.opts
@@ -70,7 +68,7 @@ def run_chunked(stage: ChunkedStage) -> str:
     records = records[first:last]
     # path: output_path, or (--overwrite) a file beside it that replaces it when complete
     with staged_output(opts.output_path, opts.overwrite and not opts.to_continue) as path:
-        done = records_done(path, [stage.key(r) for r in records], stage.identity,
+        done = records_done(path, [stage.key(r) for r in records], stage.key,
                             opts.to_continue, opts.overwrite)
         started = time.time()
         worker = stage.open() if done < len(records) else None

@@ -39,7 +39,7 @@ class ShardOptions(Options):
     shard_index: int = flag("the block this run writes (0-based, below --num_shards).", 0)
 
     def check(self) -> None:
-        from sweet_rl.sharding import check_shard_flags
+        from sweet_rl.stages.sharding import check_shard_flags
 
         check_shard_flags(self.num_shards, self.shard_index)
 

@@ -4,7 +4,7 @@ Sharded stages (simulate, sample, rank with ``--num_shards N --shard_index I``) 
 contiguous block of the rows; the merge checks, from the shards' sidecars and line counts,
 that the pieces belong to one run and are all complete before it writes anything, then
 concatenates them in shard order and writes the sidecar of the equivalent single run (see
-:mod:`sweet_rl.sharding`). A refused merge leaves every file as it was.
+:mod:`sweet_rl.stages.sharding`). A refused merge leaves every file as it was.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class MergeOptions(Options):
 
 def merge(opts: MergeOptions) -> str:
     """Merge, print one line; returns the merged file's path."""
-    from sweet_rl.sharding import merge_shards
+    from sweet_rl.stages.sharding import merge_shards
 
     started = time.time()
     done = merge_shards(opts.shard_paths, opts.output_path, overwrite=opts.overwrite)

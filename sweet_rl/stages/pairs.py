@@ -52,9 +52,9 @@ def pairs(opts: PairsOptions) -> str:
     """Draw the pairs (or SFT records), write them and the sidecar, print one line."""
     import random
 
-    from sweet_rl.factory import resolve_model
-    from sweet_rl.hf_generation import load_tokenizer
     from sweet_rl.io import read_jsonl, write_bytes, write_sidecar
+    from sweet_rl.models.hf_generation import load_tokenizer
+    from sweet_rl.stages.factory import resolve_model
     from sweet_rl.stepwise.pairs import pair_records, sft_record
     from sweet_rl.stepwise.ranking import parse_ranked
 

@@ -85,16 +85,13 @@ class Ranking(ChunkedStage):
 
         return read_jsonl(self.opts.input_path, parse_step)
 
-    def identity(self, line):
+    def key(self, record):
         from sweet_rl.stepwise.turns import dumps_key
 
-        return dumps_key(line["input"], line["additional_outputs"])
-
-    def key(self, record):
-        return self.identity(record.to_dict())
+        return dumps_key(record.input, record.additional_outputs)
 
     def open(self):
-        from sweet_rl.factory import build_judge
+        from sweet_rl.stages.factory import build_judge
 
         opts = self.opts
         return build_judge(opts, opts, use_sum=opts.use_sum,

@@ -85,16 +85,13 @@ class Sampling(ChunkedStage):
         records, self.used = read_turn_records(self.opts.input_path, self.opts.data_fraction)
         return records
 
-    def identity(self, line):
+    def key(self, record):
         from sweet_rl.stepwise.turns import dumps_key
 
-        return dumps_key(line["input"], line["older_output"])
-
-    def key(self, record):
-        return self.identity(record)
+        return dumps_key(record.input, record.older_output)
 
     def open(self):
-        from sweet_rl.factory import resolve_model
+        from sweet_rl.stages.factory import resolve_model
         from sweet_rl.stepwise.sampling import build_sampler
 
         opts = self.opts
@@ -112,7 +109,7 @@ class Sampling(ChunkedStage):
         # a record's seed depends on its global index only, so a resumed run and the shard
         # holding the record draw what a single run does
         seeds = [row_seed(self.opts.seed, first + i) for i in range(len(chunk))]
-        results = worker.sample([r["input"] for r in chunk], self.opts.best_of_n, seeds)
+        results = worker.sample([r.input for r in chunk], self.opts.best_of_n, seeds)
         return [with_candidates(r, outputs, scores)
                 for r, (outputs, scores) in zip(chunk, results)]
 

@@ -2,10 +2,10 @@
 
 Row order matches the original (:mod:`sweet_rl.layout`): with ``best_of_n`` = k rollouts, the
 task list is written k times over. Dialogues run pipelined by default (each advances as soon
-as its own last step is done: :mod:`sweet_rl.pipeline`) or in the original's lockstep
+as its own last step is done: :mod:`sweet_rl.rollouts.pipeline`) or in the original's lockstep
 (``--rollout lockstep``), with the same trajectories either way. Each row is written as soon as
-it finishes (:mod:`sweet_rl.row_writer`: in row order, rows that finish early wait in a spill
-file), each record in one atomic write, so a killed run resumed with ``--to_continue`` keeps
+it finishes (:mod:`sweet_rl.rollouts.row_writer`: in row order, rows that finish early wait in
+a spill file), each record in one atomic write, so a killed run resumed with ``--to_continue`` keeps
 every finished row and ends with every (task, rollout) exactly once. ``--num_shards N
 --shard_index I`` runs one contiguous block of the rows (seeded as in the whole run);
 ``scripts/merge_shards.py`` joins the shard files into the file one run would have written.
@@ -47,7 +47,7 @@ def simulate(opts: SimulateOptions) -> str:
     from tqdm import tqdm
 
     from sweet_rl.io import staged_output, write_sidecar
-    from sweet_rl.row_writer import OrderedRowWriter
+    from sweet_rl.rollouts.row_writer import OrderedRowWriter
     from sweet_rl.stages.simulate_report import check_error_share, summarize
 
     run = _prepare(opts)
@@ -76,7 +76,7 @@ def _prepare(opts: SimulateOptions) -> _Run:
     from sweet_rl.data.tasks import load_tasks
     from sweet_rl.layout import lay_out
     from sweet_rl.prompts import load_prompt, template_fields
-    from sweet_rl.sharding import shard_bounds, shard_facts
+    from sweet_rl.stages.sharding import shard_bounds, shard_facts
 
     if opts.train:
         logger.info("--train has no effect (it had none in the original either)")
@@ -111,7 +111,7 @@ def _resume_state(opts: SimulateOptions, rows: List[Task]):
     """``(rows already in the file, {row: trajectory} finished ahead of them)``; an existing
     output without --to_continue or --overwrite stops the run."""
     from sweet_rl.io import count_complete_lines
-    from sweet_rl.row_writer import pending_path, restore_pending
+    from sweet_rl.rollouts.row_writer import pending_path, restore_pending
     from sweet_rl.stages.simulate_report import check_resumable
 
     output, pending = opts.output_path, pending_path(opts.output_path)
@@ -163,7 +163,7 @@ def _environments(opts: SimulateOptions, run: _Run, closing) -> Callable[[Task],
 
 def _models(opts: SimulateOptions, all_rows: List[Task], closing):
     """The agent and the simulator (closed with ``closing``: the agent first)."""
-    from sweet_rl.factory import build_agent, build_pick_agent, build_simulator
+    from sweet_rl.stages.factory import build_agent, build_pick_agent, build_simulator
 
     simulator = None
     if opts.hostname:  # a server checks in seconds: before a large agent loads
@@ -183,8 +183,8 @@ def _play(opts: SimulateOptions, run: _Run, todo: List[int], writer, agent, simu
           make) -> None:
     """Play rows ``todo`` of this shard (file row r is row ``first + r`` of the whole run,
     whose seed it keeps) and hand each finished one to ``writer``."""
-    from sweet_rl.pipeline import run_pipelined
-    from sweet_rl.rollout import run_dialogues
+    from sweet_rl.rollouts.lockstep import run_dialogues
+    from sweet_rl.rollouts.pipeline import run_pipelined
     from sweet_rl.seeding import row_seed
 
     lockstep = opts.rollout == "lockstep"

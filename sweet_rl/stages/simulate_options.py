@@ -2,7 +2,7 @@
 rollout, the frontend's pages, and Best-of-N picks (simulate's ``--pick_*`` are the rank
 stage's judge options, :class:`~sweet_rl.stages.groups.JudgeOptions`, under a prefix).
 
-:mod:`sweet_rl.factory` builds the agent and the simulator from these groups.
+:mod:`sweet_rl.stages.factory` builds the agent and the simulator from these groups.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from sweet_rl.factory import AGENT_BACKENDS
+from sweet_rl.stages.factory import AGENT_BACKENDS
 from sweet_rl.flags import Options, flag, group
 from sweet_rl.stages.groups import (BROWSERS, JudgeOptions, ResumeOptions, SamplingOptions,
                                     ShardOptions)

@@ -45,9 +45,9 @@ def check_error_share(path: str, most: float) -> None:
 
 def summarize(path: str) -> str:
     """One metrics line over the whole output file."""
+    from sweet_rl.environments.leaks import format_leak_rate, leak_summary
     from sweet_rl.environments.protocol import ANSWER_MARKER, NO_ANSWER
     from sweet_rl.io import iter_jsonl
-    from sweet_rl.leaks import format_leak_rate, leak_summary
     from sweet_rl.records import Trajectory
     from sweet_rl.rendering.pictures import REFERENCE_KEY
 

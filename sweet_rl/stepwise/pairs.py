@@ -37,6 +37,8 @@ from __future__ import annotations
 import random
 from typing import Any, Dict, List, Sequence, Tuple
 
+from sweet_rl.records import StepSample
+
 Drawn = Tuple[str, str, str]  # (input, chosen text, rejected text)
 
 
@@ -68,15 +70,15 @@ def draw_pairs(judge: Sequence[float], num_pairs: int, rng: random.Random) -> Li
     return pairs
 
 
-def draw_all(samples: Sequence[Dict[str, Any]], num_pairs: int,
+def draw_all(samples: Sequence[StepSample], num_pairs: int,
              rng: random.Random) -> Tuple[List[Drawn], int]:
     """Every turn's draws in file order, shuffled by the same ``rng``; identical texts dropped
     after the shuffle. Returns (kept draws, number dropped)."""
     drawn: List[Drawn] = []
     for sample in samples:
-        outputs = sample["additional_outputs"]
-        for chosen, rejected in draw_pairs(sample["judge_result"], num_pairs, rng):
-            drawn.append((sample["input"], outputs[chosen], outputs[rejected]))
+        outputs = sample.additional_outputs
+        for chosen, rejected in draw_pairs(sample.judge_result, num_pairs, rng):
+            drawn.append((sample.input, outputs[chosen], outputs[rejected]))
     rng.shuffle(drawn)
     kept = [d for d in drawn if d[1] != d[2]]
     return kept, len(drawn) - len(kept)
@@ -90,16 +92,16 @@ def pair_record(
     return {"chosen": chosen + eos, "rejected": rejected + eos, "prompt": prompt}
 
 
-def pair_records(samples: Sequence[Dict[str, Any]], num_pairs: int, rng: random.Random, eos: str,
+def pair_records(samples: Sequence[StepSample], num_pairs: int, rng: random.Random, eos: str,
                  no_prompt: bool) -> Tuple[List[Dict[str, str]], int]:
     """(pair records of the whole file, number of identical-text pairs dropped)."""
     kept, dropped = draw_all(samples, num_pairs, rng)
     return [pair_record(p, c, r, eos, no_prompt) for p, c, r in kept], dropped
 
 
-def sft_record(sample: Dict[str, Any], eos: str) -> Dict[str, Any]:
+def sft_record(sample: StepSample, eos: str) -> Dict[str, Any]:
     """The best candidate of a turn as a prompt/completion SFT example."""
-    judge = sample["judge_result"]
+    judge = sample.judge_result
     best = max(range(len(judge)), key=lambda k: (float(judge[k]), -k))  # first of the best
-    return {"prompt": sample["input"], "completion": sample["additional_outputs"][best] + eos,
+    return {"prompt": sample.input, "completion": sample.additional_outputs[best] + eos,
             "judge_result": float(judge[best])}

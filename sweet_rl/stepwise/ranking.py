@@ -12,6 +12,7 @@ stage, computed without the ground truth -- the original code's choice (docs/dif
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, List, Sequence, Tuple
 
 from sweet_rl.records import StepSample
@@ -33,7 +34,7 @@ def parse_step(data: Dict[str, Any]) -> StepSample:
     return sample
 
 
-def parse_ranked(data: Dict[str, Any]) -> Dict[str, Any]:
+def parse_ranked(data: Dict[str, Any]) -> StepSample:
     """A ranked step record as the pair stage reads it: a step record with ``judge_result``
     of numbers."""
     from sweet_rl.records import RecordError
@@ -45,7 +46,7 @@ def parse_ranked(data: Dict[str, Any]) -> Dict[str, Any]:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             raise RecordError(f"expected a number, got {type(value).__name__}",
                               field=f"judge_result[{k}]")
-    return sample.to_dict()
+    return sample
 
 
 def judge_results(critic_scores: Sequence[Score], sample: StepSample,
@@ -72,11 +73,9 @@ def critic_items(tokenizer, samples: Sequence[StepSample], use_ground_truth: boo
             for s in samples]
 
 
-def ranked(sample: StepSample, judge: List[float]) -> Dict[str, Any]:
+def ranked(sample: StepSample, judge: List[float]) -> StepSample:
     """The step record with ``judge_result`` added (every other key unchanged)."""
-    data = sample.to_dict()
-    data["judge_result"] = list(judge)
-    return data
+    return dataclasses.replace(sample, judge_result=list(judge))
 
 
 def build_scorer(backend: str, model_path: str, device, dtype: str, batch_size: int,

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable, Dict, List
+from typing import Callable, List
 
-from sweet_rl.records import RecordError
+from sweet_rl.records import RecordError, StepSample
 
 logger = logging.getLogger(__name__)
 
 
 def records_done(output_path: str, expected_keys: List[str],
-                 key_of: Callable[[Dict[str, Any]], str], to_continue: bool,
+                 key_of: Callable[[StepSample], str], to_continue: bool,
                  overwrite: bool) -> int:
     """How many leading records of this run ``output_path`` already holds (0 for a new file).
 
@@ -28,7 +28,6 @@ def records_done(output_path: str, expected_keys: List[str],
     from a record read back from the output.
     """
     from sweet_rl.io import count_complete_lines, iter_jsonl
-    from sweet_rl.records import StepSample
 
     if not os.path.exists(output_path):
         return 0
@@ -43,7 +42,7 @@ def records_done(output_path: str, expected_keys: List[str],
         raise RecordError(f"has {done} records but this run makes only {len(expected_keys)}",
                           path=output_path)
     for index, record in enumerate(iter_jsonl(output_path, StepSample.from_dict)):
-        if key_of(record.to_dict()) != expected_keys[index]:
+        if key_of(record) != expected_keys[index]:
             raise RecordError("differs from the record this line should hold; was the file "
                               "made from another input or with other flags?",
                               path=output_path, line=index + 1)

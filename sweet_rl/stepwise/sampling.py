@@ -12,31 +12,31 @@ leaves that token out. A candidate cut at ``max_new_tokens`` has no stop token.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+import dataclasses
+from typing import List, Optional, Tuple
 
+from sweet_rl.records import StepSample
 from sweet_rl.seeding import candidate_seeds
 from sweet_rl.stepwise.scoring import Score, mean_of
 
 
-def with_candidates(
-    record: Dict[str, Any], outputs: List[str], scores: List[Score]
-) -> Dict[str, Any]:
+def with_candidates(record: StepSample, outputs: List[str], scores: List[Score]) -> StepSample:
     """A step record with its N candidates and their reference scores."""
     if len(outputs) != len(scores):
         raise ValueError(f"{len(outputs)} candidates but {len(scores)} scores")
-    return dict(record, additional_outputs=list(outputs),
-                additional_reference_logprobs=[mean_of(s) for s in scores],
-                additional_reference_logprobs_sum=[float(s[0]) for s in scores])
+    return dataclasses.replace(record, additional_outputs=list(outputs),
+                               additional_reference_logprobs=[mean_of(s) for s in scores],
+                               additional_reference_logprobs_sum=[float(s[0]) for s in scores])
 
 
 class HFSampler:
-    """Samples with :class:`~sweet_rl.hf_generation.HFGenerator` (the N copies of a prompt are
-    one batch of ``batch_size`` rows at a time) and scores with the same loaded model."""
+    """Samples with :class:`~sweet_rl.models.hf_generation.HFGenerator` (the N copies of a prompt
+    are one batch of ``batch_size`` rows at a time) and scores with the same loaded model."""
 
     def __init__(self, model_path: str, temperature: float = 1.0, max_new_tokens: int = 1024,
                  device: Optional[str] = None, dtype: str = "auto", batch_size: int = 16,
                  prompt_cache: bool = True, include_stop: bool = True):
-        from sweet_rl.hf_generation import HFGenerator
+        from sweet_rl.models.hf_generation import HFGenerator
         from sweet_rl.stepwise.scoring import ContinuationScorer
 
         self.generator = HFGenerator(model_path, device=device, dtype=dtype,

@@ -126,13 +126,13 @@ class ContinuationScorer(SpanScorer):
     """Scores rows under one causal LM: ``score_spans(rows, starts)`` -> [(sum, count)].
 
     ``batch_size`` rows go through one forward pass (the cache is expanded to that many
-    rows). ``dtype`` as in :class:`~sweet_rl.hf_generation.HFGenerator`.
+    rows). ``dtype`` as in :class:`~sweet_rl.models.hf_generation.HFGenerator`.
     """
 
     def __init__(self, model_path: Optional[str] = None, device: Optional[str] = None,
                  dtype: str = "auto", batch_size: int = 16, prompt_cache: bool = True,
                  model=None, tokenizer=None, logit_positions: int = LOGIT_POSITIONS):
-        from sweet_rl.hf_generation import HFGenerator
+        from sweet_rl.models.hf_generation import HFGenerator
 
         if model is None or tokenizer is None:
             # HFGenerator knows how to load a checkpoint on the right device and dtype.

@@ -1,12 +1,13 @@
 """One step record per assistant turn of the offline trajectories (pure logic, no models).
 
-A step record holds what the agent saw at that turn (``input``, the chat-formatted prompt),
-what it wrote then (``older_output``), the trajectory's ``reward``, the task's
-``ground_truth``, the same prompt behind the critic's training-time prefix
-(``input_with_ground_truth``) and ``messages``: the dialogue up to and including this
-assistant turn, each entry exactly as stored in the trajectory (role, content, and on the
-assistant turns ``input``/``output`` and any other keys) -- what the original wrote. The
-sample stage adds the candidates.
+A step record (:class:`~sweet_rl.records.StepSample`) holds what the agent saw at that turn
+(``input``, the chat-formatted prompt), what it wrote then (``older_output``), the
+trajectory's ``reward``, the task's ``ground_truth``, the same prompt behind the critic's
+training-time prefix (``input_with_ground_truth``) and ``messages``: the dialogue up to and
+including this assistant turn, each entry exactly as stored in the trajectory (role, content,
+and on the assistant turns ``input``/``output`` and any other keys) -- what the original
+wrote. The sample stage adds the candidates and the rank stage the judgement to the same
+record, which is what their files hold.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from sweet_rl.records import RecordError, Trajectory
+from sweet_rl.records import RecordError, StepSample, Trajectory
 from sweet_rl.types import GROUND_TRUTH_PREFIX
 
 
@@ -41,7 +42,7 @@ def fraction_count(total: int, fraction: float) -> int:
 
 
 def turn_records(trajectory: Trajectory,
-                 stored_history: Optional[List[Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
+                 stored_history: Optional[List[Dict[str, Any]]] = None) -> List[StepSample]:
     """Step records (without candidates) for every assistant turn, in dialogue order.
 
     ``stored_history`` is the row's ``dialogue_history`` as read from the file: ``messages``
@@ -53,21 +54,21 @@ def turn_records(trajectory: Trajectory,
     truth = trajectory.task.ground_truth
     if stored_history is None:
         stored_history = [turn.to_dict() for turn in trajectory.dialogue_history]
-    records: List[Dict[str, Any]] = []
+    records: List[StepSample] = []
     for index, turn in enumerate(trajectory.dialogue_history):
         if turn.role == "assistant":
             for key in ("input", "output"):
                 if getattr(turn, key) is None:
                     raise RecordError("missing on an assistant turn",
                                       field=f"dialogue_history[{index}].{key}")
-            records.append({
-                "input": turn.input,
-                "input_with_ground_truth": with_ground_truth(turn.input, truth),
-                "older_output": turn.output,
-                "reward": trajectory.reward,
-                "ground_truth": truth,
-                "messages": copy.deepcopy(stored_history[:index + 1]),
-            })
+            records.append(StepSample(
+                input=turn.input,
+                input_with_ground_truth=with_ground_truth(turn.input, truth),
+                older_output=turn.output,
+                reward=trajectory.reward,
+                ground_truth=truth,
+                messages=copy.deepcopy(stored_history[:index + 1]),
+            ))
     return records
 
 
@@ -78,7 +79,7 @@ def _count_rows(path: str) -> int:
         return sum(1 for line in handle if line.strip())
 
 
-def read_turn_records(path: str, data_fraction: float = 1.0) -> Tuple[List[Dict[str, Any]], int]:
+def read_turn_records(path: str, data_fraction: float = 1.0) -> Tuple[List[StepSample], int]:
     """Step records of the first ``data_fraction`` of the trajectories in ``path``.
 
     Returns (records, number of trajectories used). Only the rows used are parsed; a bad row

@@ -1,4 +1,4 @@
-"""Sampling and scoring on vLLM (vLLM is imported, through :mod:`sweet_rl.vllm_engine`, when
+"""Sampling and scoring on vLLM (vLLM is imported, through :mod:`sweet_rl.models.vllm_engine`, when
 one of these is built).
 
 The vLLM objects used:
@@ -24,9 +24,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from sweet_rl.models.vllm_engine import logprob_value
 from sweet_rl.seeding import candidate_seeds
 from sweet_rl.stepwise.scoring import Score, SpanScorer
-from sweet_rl.vllm_engine import logprob_value
 
 
 def completion_score(completion: Any, stop_ids: Sequence[int], include_stop: bool = True) -> Score:
@@ -126,8 +126,8 @@ class VLLMSampler:
     def __init__(self, model_path: str, temperature: float = 1.0, max_new_tokens: int = 1024,
                  seed: int = 0, include_stop: bool = True, dtype: str = "auto", llm=None,
                  **llm_kwargs):
-        from sweet_rl import vllm_engine
-        from sweet_rl.hf_generation import load_tokenizer, stop_token_ids
+        from sweet_rl.models import vllm_engine
+        from sweet_rl.models.hf_generation import load_tokenizer, stop_token_ids
 
         self.owns_llm = llm is None
         self.llm = llm if llm is not None else vllm_engine.load_llm(
@@ -140,7 +140,7 @@ class VLLMSampler:
     def sample(
         self, prompts: List[str], n: int, seeds: List[int]
     ) -> List[Tuple[List[str], List[Score]]]:
-        from sweet_rl import vllm_engine
+        from sweet_rl.models import vllm_engine
 
         requests = candidate_requests(prompts, n, seeds, self.temperature, self.max_new_tokens,
                                       self.stop_ids)
@@ -161,8 +161,8 @@ class VLLMScorer(SpanScorer):
 
     def __init__(self, model_path: str, seed: int = 0, dtype: str = "auto", llm=None,
                  **llm_kwargs):
-        from sweet_rl import vllm_engine
-        from sweet_rl.hf_generation import load_tokenizer
+        from sweet_rl.models import vllm_engine
+        from sweet_rl.models.hf_generation import load_tokenizer
 
         self.owns_llm = llm is None
         self.llm = llm if llm is not None else vllm_engine.load_llm(
@@ -171,7 +171,7 @@ class VLLMScorer(SpanScorer):
 
     def score_many(self, items: List[Tuple[List[List[int]], List[int]]]) -> List[List[Score]]:
         """Per turn (rows, first scored positions) -> one (sum, count) per row."""
-        from sweet_rl import vllm_engine
+        from sweet_rl.models import vllm_engine
 
         requests = span_requests(items)
         results = vllm_engine.generate(
@@ -188,7 +188,7 @@ class VLLMScorer(SpanScorer):
 
 def _close(owner) -> None:
     if owner.owns_llm and owner.llm is not None:
-        from sweet_rl.vllm_engine import close_llm
+        from sweet_rl.models.vllm_engine import close_llm
 
         close_llm(owner.llm)
     owner.llm = None

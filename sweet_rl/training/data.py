@@ -16,7 +16,7 @@ import logging
 from typing import List, Optional
 
 from sweet_rl.records import PreferencePair, RecordError, Trajectory
-from sweet_rl.training.masks import SequenceTokenizer
+from sweet_rl.training.collators import SequenceTokenizer
 
 logger = logging.getLogger(__name__)
 

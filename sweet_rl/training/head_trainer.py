@@ -1,7 +1,7 @@
 """Training the scalar-head critics (:mod:`sweet_rl.training.heads`) with the Trainer.
 
 * ``regression`` (SWEET-RL, Zhou et al. 2025, Table 3, "w/ Regression Head"): batches from
-  :class:`~sweet_rl.training.masks.PreferenceCollator` (B chosen rows, then B rejected rows,
+  :class:`~sweet_rl.training.collators.PreferenceCollator` (B chosen rows, then B rejected rows,
   the critic pairs tokenised as for the log-prob critic); loss
   :func:`~sweet_rl.training.losses.bradley_terry_loss` of the two scores.
 * ``value`` (Figure 3a, "w/ Value Function"): one row per assistant turn of an evaluated
@@ -26,9 +26,9 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
+from sweet_rl.training.collators import SequenceTokenizer, pad_batch
 from sweet_rl.training.heads import ScalarHeadModel, load_backbone, save_head_files
 from sweet_rl.training.losses import bradley_terry_loss, value_loss
-from sweet_rl.training.masks import SequenceTokenizer, pad_batch
 from sweet_rl.training.options import TrainingOptions
 from sweet_rl.training.trainer import PreferenceTrainer
 from sweet_rl.training.vlm_heads import KIND as VLM_KIND

@@ -186,7 +186,7 @@ class ScalarCritic:
             tokenizer.pad_token = tokenizer.eos_token
 
     def _ids(self, text: str) -> List[int]:
-        from sweet_rl.training.masks import truncate_left
+        from sweet_rl.training.collators import truncate_left
 
         ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         if self.max_len:
@@ -197,7 +197,7 @@ class ScalarCritic:
     @torch.no_grad()
     def score(self, texts: List[str], batch_size: int = 8) -> List[float]:
         """One float per text, in the order given."""
-        from sweet_rl.training.masks import Tokenized, pad_batch
+        from sweet_rl.training.collators import Tokenized, pad_batch
 
         ids = [self._ids(text) for text in texts]
         # similar lengths together: less padding, and padding never changes a score

@@ -39,7 +39,7 @@ def precompute_reference_logps(model, examples: List[dict], collator: Callable,
                                autocast_dtype: Optional[torch.dtype] = None) -> List[dict]:
     """Add ``ref_chosen_logp`` and ``ref_rejected_logp`` (floats) to every example, in place.
 
-    ``examples`` are the dicts the :class:`~sweet_rl.training.masks.PreferenceCollator`
+    ``examples`` are the dicts the :class:`~sweet_rl.training.collators.PreferenceCollator`
     takes. ``autocast_dtype`` (e.g. bfloat16) matches a mixed-precision training forward.
     """
     from tqdm import tqdm

@@ -54,7 +54,7 @@ def _setup(options: TrainingOptions) -> Setup:
 
     from sweet_rl.training.config import (deepspeed_config, gradient_accumulation_steps,
                                           under_distributed_launcher)
-    from sweet_rl.training.masks import SequenceTokenizer
+    from sweet_rl.training.collators import SequenceTokenizer
 
     options.check_required()
     tokenizer = AutoTokenizer.from_pretrained(options.pretrain)
@@ -158,7 +158,7 @@ def train_preference(options: PreferenceOptions) -> Dict[str, Any]:
     import torch
 
     from sweet_rl.training.data import read_preference_pairs, tokenize_pairs
-    from sweet_rl.training.masks import PreferenceCollator
+    from sweet_rl.training.collators import PreferenceCollator
     from sweet_rl.training.reference import precompute_reference_logps
     from sweet_rl.training.trainer import (MetricsJsonlCallback, PreferenceTrainer,
                                            load_causal_lm, load_unsharded)
@@ -214,7 +214,7 @@ def train_scalar_critic(options: PreferenceOptions) -> Dict[str, Any]:
     from sweet_rl.training.head_trainer import (ScalarHeadTrainer, ValueCollator,
                                                 load_for_training, read_value_rows,
                                                 tokenize_value_rows)
-    from sweet_rl.training.masks import PreferenceCollator
+    from sweet_rl.training.collators import PreferenceCollator
     from sweet_rl.training.trainer import MetricsJsonlCallback
 
     start = time.time()
@@ -276,7 +276,7 @@ def train_sft(options: SFTOptions) -> Dict[str, Any]:
     from transformers import Trainer
 
     from sweet_rl.training.data import read_sft_examples
-    from sweet_rl.training.masks import SFTCollator
+    from sweet_rl.training.collators import SFTCollator
     from sweet_rl.training.trainer import MetricsJsonlCallback, load_causal_lm
 
     start = time.time()

@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 
 
 class PreferenceTrainer(Trainer):
-    """DPO on batches from :class:`~sweet_rl.training.masks.PreferenceCollator`.
+    """DPO on batches from :class:`~sweet_rl.training.collators.PreferenceCollator`.
 
     The batch holds 2B rows (chosen then rejected) and ``ref_logps`` (2B,), the reference
     scores precomputed by :func:`~sweet_rl.training.reference.precompute_reference_logps`.

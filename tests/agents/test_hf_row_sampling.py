@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from sweet_rl.hf_generation import HFGenerator, RowSampler
+from sweet_rl.models.hf_generation import HFGenerator, RowSampler
 from sweet_rl.seeding import candidate_seeds
 
 # Prompts of different lengths, so each batch pads them differently.
@@ -88,7 +88,7 @@ def test_row_sampler_draws_follow_the_tempered_distribution():
 
 
 def test_each_generation_counts_its_own_tokens_up_to_its_stop():
-    from sweet_rl.hf_generation import first_stop, generated_length
+    from sweet_rl.models.hf_generation import first_stop, generated_length
 
     stops = [7, 9]
     # a row that stopped (the pad after its stop is not its own), one cut at the budget

@@ -1,9 +1,9 @@
 """The vLLM adapters' pure parts (requests, engine arguments), without vLLM; the engine itself
 runs in the vLLM environment (tests/vllm/)."""
 
-from sweet_rl import vllm_engine
 from sweet_rl.agents.vllm_agent import build_requests
-from sweet_rl.hf_generation import format_chat, load_tokenizer
+from sweet_rl.models import vllm_engine
+from sweet_rl.models.hf_generation import format_chat, load_tokenizer
 
 
 def test_requests_carry_chat_prompts_seeds_and_stop_tokens(tiny_model_dir):

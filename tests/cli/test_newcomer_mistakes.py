@@ -12,7 +12,7 @@ import pytest
 
 from sweet_rl.stages.simulate import simulate
 from sweet_rl.stages.simulate_options import SimulateOptions
-from sweet_rl.openai_compat import EndpointUnavailable, ModelNotServed
+from sweet_rl.models.openai_compat import EndpointUnavailable, ModelNotServed
 from tests.serve_helpers import free_port
 from tests.simulators.fake_openai_server import FakeOpenAIServer, Step
 
@@ -112,7 +112,7 @@ def test_tests_that_need_the_real_colbench_files_skip_naming_them(tmp_path, repo
 
     # a checkout without ../shared beside it: those tests skip with a message, none errors
     tests = ["tests/grading/test_conformance.py",
-             "tests/test_leaks.py::test_real_colbench_requests_sent_back_do_not_leak",
+             "tests/environments/test_leaks.py::test_real_colbench_requests_sent_back_do_not_leak",
              "tests/data/test_websight.py::test_published_tasks_are_already_rewritten"]
     env = dict(os.environ, SWEET_RL_COLBENCH=str(tmp_path / "nowhere"))
     result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p",
@@ -164,7 +164,7 @@ def test_sample_and_rank_overwrite_only_when_the_new_output_is_complete(tiny_mod
                                                                         tmp_path):
     from sweet_rl.data.mini_dialogues import build_mini_trajectories
     from sweet_rl.data.mini_tasks import generate_tasks
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
     from sweet_rl.io import write_jsonl
     from sweet_rl.stages.rank import RankOptions, rank
     from sweet_rl.stages.sample import SampleOptions, sample

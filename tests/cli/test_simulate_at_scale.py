@@ -9,8 +9,8 @@ import json
 from sweet_rl.stages.simulate import simulate
 from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.io import read_jsonl
-from sweet_rl.leaks import RESAMPLE_REMINDER
-from sweet_rl.sharding import merge_shards
+from sweet_rl.environments.leaks import RESAMPLE_REMINDER
+from sweet_rl.stages.sharding import merge_shards
 from tests.simulators.fake_openai_server import FakeOpenAIServer, Step, completion
 
 FLAGS = dict(num_tasks=3, best_of_n=2, max_steps=3, max_new_tokens=6, simulator_max_tokens=16,

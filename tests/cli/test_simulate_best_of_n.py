@@ -7,7 +7,7 @@ import pytest
 from sweet_rl.stages.simulate import simulate
 from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.data.tasks import load_tasks
-from sweet_rl.factory import build_judge
+from sweet_rl.stages.factory import build_judge
 from sweet_rl.stages.groups import JudgeOptions
 from sweet_rl.io import read_jsonl
 from sweet_rl.prompts import load_prompt
@@ -71,7 +71,7 @@ def test_each_dialogue_is_judged_with_its_own_tasks_reference(tiny_model_dir):
     from sweet_rl.agents.critic_pick import CriticPickAgent
     from sweet_rl.data.mini_tasks import generate_tasks
     from sweet_rl.environments import make_env
-    from sweet_rl.rollout import run_dialogues
+    from sweet_rl.rollouts.lockstep import run_dialogues
     from sweet_rl.simulators.scripted_simulator import ScriptedSimulator
 
     tasks = generate_tasks(2, 0, "train", ["late_fee"])

@@ -19,7 +19,7 @@ from sweet_rl.data.tasks import load_tasks
 from sweet_rl.io import read_jsonl
 from sweet_rl.records import Trajectory
 from sweet_rl.rendering.screenshots import resolve, screenshot_path
-from sweet_rl.tiny_vlm import build_tiny_vlm
+from sweet_rl.models.tiny_vlm import build_tiny_vlm
 from tests.conftest import SHARED_COLBENCH, colbench_file
 from tests.simulators.fake_openai_server import FakeOpenAIServer, Step, completion
 

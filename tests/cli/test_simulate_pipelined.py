@@ -14,7 +14,7 @@ import time
 from sweet_rl.stages.simulate import simulate
 from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.io import read_jsonl
-from sweet_rl.row_writer import pending_path
+from sweet_rl.rollouts.row_writer import pending_path
 from tests.simulators.fake_openai_server import FakeOpenAIServer, Step
 
 FLAGS = dict(num_tasks=4, best_of_n=2, max_steps=3, max_new_tokens=6, simulator_max_tokens=16,

@@ -5,12 +5,11 @@ import time
 
 import pytest
 
+from sweet_rl.io import read_jsonl
+from sweet_rl.models.openai_compat import ChatClient, EndpointUnavailable, ModelNotServed
+from sweet_rl.records import Trajectory
 from sweet_rl.stages.simulate import simulate
 from sweet_rl.stages.simulate_options import SimulateOptions
-from sweet_rl.io import read_jsonl
-from sweet_rl.openai_compat import ChatClient, ModelNotServed
-from sweet_rl.records import Trajectory
-from sweet_rl.simulators.base import SimulatorUnavailable
 from tests.serve_helpers import free_port, transformers_serve
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
@@ -95,7 +94,7 @@ def test_unreachable_simulator_fails_fast_naming_the_url(tiny_model_dir, tmp_pat
     port = free_port()
     out = tmp_path / "traj.jsonl"
     started = time.monotonic()
-    with pytest.raises(SimulatorUnavailable, match=f"127.0.0.1:{port}"):
+    with pytest.raises(EndpointUnavailable, match=f"127.0.0.1:{port}"):
         simulate(SimulateOptions(
             agent_model=tiny_model_dir, hostname="127.0.0.1", port=port, env_model=tiny_model_dir,
             num_tasks=1, output_path=str(out), device="cpu"))

@@ -48,9 +48,9 @@ def test_a_drills_lines_are_what_a_reference_holds():
 
 
 def test_rows_are_seeded_and_train_as_sft(tiny_model_dir, tmp_path):
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
     from sweet_rl.training.data import read_sft_examples
-    from sweet_rl.training.masks import SequenceTokenizer
+    from sweet_rl.training.collators import SequenceTokenizer
 
     tokenizer = load_tokenizer(tiny_model_dir)
     rows = build_drills(tokenizer, 4, seed=1)

@@ -37,7 +37,7 @@ def test_a_bad_mix_is_refused():
 def test_warm_start_data_has_each_style_with_the_graders_view(tiny_model_dir):
     from sweet_rl.data.mini_tasks import generate_tasks
     from sweet_rl.data.mini_warm_start import build_warm_start_trajectories
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
 
     tasks = generate_tasks(6, seed=3)
     rows, styles = build_warm_start_trajectories(load_tokenizer(tiny_model_dir), tasks,

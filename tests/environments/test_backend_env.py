@@ -7,7 +7,7 @@ from sweet_rl.agents.base import Agent, AgentOutput
 from sweet_rl.environments import BackendEnv
 from sweet_rl.prompts import load_prompt
 from sweet_rl.records import Task
-from sweet_rl.rollout import run_dialogues
+from sweet_rl.rollouts.lockstep import run_dialogues
 from sweet_rl.simulators.base import Simulator, SimulatorReply
 
 TASK = Task(problem_description="Write f. The signature of the function is: def f(x)",

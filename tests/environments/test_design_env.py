@@ -20,7 +20,7 @@ from sweet_rl.rendering.pool import DriverPool
 from sweet_rl.prompts import load_prompt
 from sweet_rl.prompts.captions import load_captions
 from sweet_rl.records import Task, Trajectory
-from sweet_rl.rollout import run_dialogues
+from sweet_rl.rollouts.lockstep import run_dialogues
 from sweet_rl.rendering.screenshots import resolve, screenshot_path
 from sweet_rl.simulators.base import Simulator, SimulatorReply
 

@@ -17,9 +17,9 @@ from sweet_rl.agents.hf_agent import HFAgent
 from sweet_rl.agents.openai_agent import OpenAIAgent
 from sweet_rl.agents.vllm_agent import build_requests
 from sweet_rl.environments import BackendEnv
-from sweet_rl.hf_generation import load_tokenizer
+from sweet_rl.models.hf_generation import load_tokenizer
 from sweet_rl.records import Task
-from sweet_rl.rollout import run_dialogues
+from sweet_rl.rollouts.lockstep import run_dialogues
 from sweet_rl.simulators.base import Simulator, SimulatorReply
 from sweet_rl.simulators.local_simulator import LocalSimulator
 from tests.simulators.fake_openai_server import FakeOpenAIServer, Step

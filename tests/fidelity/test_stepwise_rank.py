@@ -10,7 +10,7 @@ the eot closing the last user message is found: the assistant header + candidate
 The paper: the candidate only (``candidate``).
 
 Token counts of the hand-made record with the tiny tokenizer (BPE trained by
-sweet_rl/tiny_model.py, which adds no BOS of its own):
+sweet_rl/models/tiny_model.py, which adds no BOS of its own):
   "In light that the final answer is: def f(a, b): return a + b."  -> 22 tokens
   input (chat template, one user message, generation prompt)       -> 20 tokens, of which
       the last 6 follow its last <|eot_id|>:
@@ -101,7 +101,7 @@ def _direct(model_dir, text, count):
 
 @pytest.mark.parametrize("with_bos", [False, True])
 def test_stepwise_rank_each_mode_scores_its_stated_span(tmp_path, tiny_model_dir, with_bos):
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
 
     model_dir = _bos_model(tiny_model_dir, tmp_path / "bos") if with_bos else tiny_model_dir
     spans = SPANS_WITH_BOS if with_bos else SPANS
@@ -127,7 +127,7 @@ def test_stepwise_rank_each_mode_scores_its_stated_span(tmp_path, tiny_model_dir
 
 
 def test_stepwise_rank_default_is_original_and_save_steps(tmp_path, tiny_model_dir):
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
 
     steps, row = _step_file(tmp_path / "steps.jsonl", load_tokenizer(tiny_model_dir))
     default, explicit = str(tmp_path / "d.jsonl"), str(tmp_path / "e.jsonl")
@@ -169,7 +169,7 @@ class _PromptLogprobsLLM:
 def test_stepwise_rank_vllm_backend_slices_the_same_spans(tmp_path, tiny_model_dir):
     """The vLLM scorer sends the same token rows and sums the same positions (stand-in LLM
     beside the real hf path above)."""
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
     from sweet_rl.records import StepSample
     from sweet_rl.stepwise.ranking import critic_items
     from sweet_rl.stepwise.scoring import ContinuationScorer

@@ -36,7 +36,7 @@ def stop_model(tmp_path_factory, tiny_model_dir):
 def offline(tmp_path_factory, tiny_model_dir):
     """Two evaluated trajectories with two assistant turns each, entries stored with keys in
     an unusual order and an extra key (tests/model_helpers.py)."""
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
 
     path = tmp_path_factory.mktemp("offline") / "offline.jsonl"
     return write_offline(path, load_tokenizer(tiny_model_dir))
@@ -80,7 +80,7 @@ def _direct(model, tokenizer, prompt, text, stop_id):
 def test_stepwise_sample_reference_includes_the_stop_token(tmp_path, offline, stop_model):
     from transformers import AutoModelForCausalLM
 
-    from sweet_rl.hf_generation import HFGenerator
+    from sweet_rl.models.hf_generation import HFGenerator
     from sweet_rl.seeding import candidate_seeds, row_seed
 
     with_stop = _sample(offline, tmp_path / "with.jsonl", stop_model)

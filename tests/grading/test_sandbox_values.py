@@ -15,9 +15,9 @@ import math
 import pytest
 
 from sweet_rl.grading.sandbox import sandbox_values
-from sweet_rl.grading.sandbox.sandbox_compare import (NumpyArray, NumpyScalar, Opaque, TypeName,
-                                                 resolve, verdict)
-from sweet_rl.grading.sandbox.sandbox_decode import DecodeError, decode
+from sweet_rl.grading.compare import (NumpyArray, NumpyScalar, Opaque, TypeName, resolve,
+                                      verdict)
+from sweet_rl.grading.decode import DecodeError, decode
 from sweet_rl.grading.sandbox.sandbox_values import MAX_DEPTH, MAX_NODES, encode, encode_comparison
 
 

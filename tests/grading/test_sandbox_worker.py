@@ -5,8 +5,8 @@ of the answer before it; an answer's child is stopped as soon as its last record
 import os
 import time
 
+from sweet_rl.grading.decode import decode
 from sweet_rl.grading.sandbox.client import SandboxWorker
-from sweet_rl.grading.sandbox.sandbox_decode import decode
 
 # what an answer may do to the world, as outcome names (the errno's name, or "ok")
 PROBE = """

@@ -6,8 +6,8 @@ huge or deeply nested value still gives a short text, quickly, and no reward cha
 import collections
 import time
 
+from sweet_rl.grading.decode import decode
 from sweet_rl.grading.grader import Grader, judge
-from sweet_rl.grading.sandbox.sandbox_decode import decode
 from sweet_rl.grading.sandbox.sandbox_values import encode
 from sweet_rl.grading.test_report import MAX_CHARS, short_repr
 

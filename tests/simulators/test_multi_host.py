@@ -7,9 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from sweet_rl.factory import build_simulator
+from sweet_rl.stages.factory import build_simulator
 from sweet_rl.stages.simulate_options import SimulatorOptions
-from sweet_rl.openai_compat import EndpointUnavailable
+from sweet_rl.models.openai_compat import EndpointUnavailable
 from sweet_rl.simulators.base import SimulatorReply
 from sweet_rl.simulators.multi_host import MultiHostSimulator, parse_hosts
 from sweet_rl.simulators.openai_simulator import OpenAISimulator

@@ -6,8 +6,8 @@ import time
 import pytest
 
 from sweet_rl.agents.openai_agent import OpenAIAgent, is_reasoning_model, render_messages
-from sweet_rl.openai_compat import ChatClient, ChatResult, base_url_from
-from sweet_rl.simulators.base import SimulatorReply, SimulatorUnavailable
+from sweet_rl.models.openai_compat import ChatClient, ChatResult, EndpointUnavailable, base_url_from
+from sweet_rl.simulators.base import SimulatorReply
 from sweet_rl.simulators.openai_simulator import OpenAISimulator
 from tests.serve_helpers import free_port
 from tests.simulators.fake_openai_server import FakeOpenAIServer, Step
@@ -73,7 +73,7 @@ def test_hanging_server_is_retried_then_unavailable():
     with FakeOpenAIServer([Step(200, delay=3.0)]) as server:
         client = ChatClient(server.base_url, "fake", timeout=0.3, max_retries=2, backoff=0.01)
         start = time.monotonic()
-        with pytest.raises(SimulatorUnavailable, match="timed out") as info:
+        with pytest.raises(EndpointUnavailable, match="timed out") as info:
             client.complete(HELLO, 0.0, 8)
         elapsed = time.monotonic() - start
     assert server.attempts == 3
@@ -83,7 +83,7 @@ def test_hanging_server_is_retried_then_unavailable():
 
 def test_rejected_api_key_stops_the_run():
     with FakeOpenAIServer([Step(401, body={"error": {"message": "bad key"}})]) as server:
-        with pytest.raises(SimulatorUnavailable, match="bad key"):
+        with pytest.raises(EndpointUnavailable, match="bad key"):
             ChatClient(server.base_url, "fake", **FAST).complete(HELLO, 0.0, 8)
     assert server.attempts == 1
 
@@ -91,7 +91,7 @@ def test_rejected_api_key_stops_the_run():
 def test_unreachable_server_fails_fast_at_construction():
     url = f"http://127.0.0.1:{free_port()}/v1"
     start = time.monotonic()
-    with pytest.raises(SimulatorUnavailable) as info:
+    with pytest.raises(EndpointUnavailable) as info:
         OpenAISimulator("fake", base_url=url)
     assert time.monotonic() - start < 5
     assert url in str(info.value) and "vllm serve" in str(info.value)
@@ -101,7 +101,7 @@ def test_unreachable_server_fails_fast_at_construction():
 def test_unreachable_server_during_a_batch_raises():
     url = base_url_from("127.0.0.1", free_port())
     client = ChatClient(url, "fake", max_retries=2, backoff=0.01)
-    with pytest.raises(SimulatorUnavailable, match=url.replace(".", r"\.")):
+    with pytest.raises(EndpointUnavailable, match=url.replace(".", r"\.")):
         client.complete_batch([HELLO] * 4, 0.0, 8)
     client.close()
 

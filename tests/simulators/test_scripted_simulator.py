@@ -90,7 +90,7 @@ def test_replies_are_deterministic_and_never_code():
 
 
 def test_the_factory_selects_it_by_name():
-    from sweet_rl.factory import build_simulator
+    from sweet_rl.stages.factory import build_simulator
     from sweet_rl.stages.simulate_options import SimulatorOptions
 
     scripted = SimulatorOptions(env_model="scripted")

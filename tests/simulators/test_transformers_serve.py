@@ -8,7 +8,7 @@ import re
 import pytest
 
 from sweet_rl.agents.openai_agent import OpenAIAgent
-from sweet_rl.openai_compat import ModelNotServed
+from sweet_rl.models.openai_compat import ModelNotServed
 from sweet_rl.simulators.openai_simulator import OpenAISimulator
 from tests.serve_helpers import build_tiny, transformers_serve
 

@@ -10,12 +10,12 @@ import os
 import pytest
 
 from sweet_rl.rendering import assets as page_assets
-from sweet_rl.factory import build_simulator
+from sweet_rl.stages.factory import build_simulator
 from sweet_rl.stages.simulate_options import SimulatorOptions
-from sweet_rl.simulators.images import decode_data_url, image_part, png_data_url, text_part
+from sweet_rl.models.chat_images import decode_data_url, image_part, png_data_url, text_part
 from sweet_rl.simulators.local_vlm_simulator import LocalVLMSimulator, split_images
 from sweet_rl.simulators.openai_simulator import OpenAISimulator
-from sweet_rl.tiny_vlm import IMAGE_PAD, build_tiny_vlm
+from sweet_rl.models.tiny_vlm import IMAGE_PAD, build_tiny_vlm
 from tests.simulators.fake_openai_server import FakeOpenAIServer
 
 

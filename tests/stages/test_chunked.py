@@ -9,9 +9,10 @@ import pytest
 
 from sweet_rl.flags import flag
 from sweet_rl.io import read_jsonl
-from sweet_rl.sharding import merge_shards
+from sweet_rl.records import StepSample
 from sweet_rl.stages.chunked import ChunkedStage, run_chunked
 from sweet_rl.stages.groups import ChunkedRunOptions
+from sweet_rl.stages.sharding import merge_shards
 
 
 @dataclass(kw_only=True)
@@ -22,12 +23,16 @@ class DoubleOptions(ChunkedRunOptions):
     count: int = flag("how many records.", 7)
 
 
-def _record(i, value=None):
+def _line(i, value=None):
     return {"input": f"turn {i}", "input_with_ground_truth": f"truth turn {i}",
             "older_output": "", "reward": 1.0, "ground_truth": "truth", "messages": [],
             "additional_outputs": [f"candidate {i}"],
             "additional_reference_logprobs": [-1.0 if value is None else value],
             "additional_reference_logprobs_sum": [-1.0]}
+
+
+def _record(i, value=None):
+    return StepSample.from_dict(_line(i, value))
 
 
 class Double(ChunkedStage):
@@ -42,11 +47,8 @@ class Double(ChunkedStage):
     def read(self):
         return [_record(i) for i in range(self.opts.count)]
 
-    def identity(self, line):
-        return line["input"]
-
     def key(self, record):
-        return record["input"]
+        return record.input
 
     def open(self):
         self.opened += 1
@@ -59,7 +61,7 @@ class Double(ChunkedStage):
         if self.fail_at is not None and first >= self.fail_at:
             raise KeyboardInterrupt  # a kill between two chunks
         self.chunks.append((first, len(chunk)))
-        return [_record(first + i, 2 * r["additional_reference_logprobs"][0] + first + i)
+        return [_record(first + i, 2 * r.additional_reference_logprobs[0] + first + i)
                 for i, r in enumerate(chunk)]
 
     def summary(self, path, seconds):
@@ -71,7 +73,7 @@ def test_chunks_resume_shards_and_sidecar(tmp_path, capsys):
     stage = Double(DoubleOptions(output_path=str(whole), chunk_size=3))
     assert run_chunked(stage) == str(whole)
     assert stage.chunks == [(0, 3), (3, 3), (6, 1)] and stage.opened == 1
-    expected = [_record(i, -2.0 + i) for i in range(7)]
+    expected = [_line(i, -2.0 + i) for i in range(7)]
     assert read_jsonl(str(whole)) == expected
     assert capsys.readouterr().out.strip().endswith(f"double: 7 records -> {whole}")
     recorded = json.loads((tmp_path / "whole.jsonl.config.json").read_text())["stages"]["double"]

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from sweet_rl.stages.rank import RankOptions, rank
-from sweet_rl.factory import build_judge
+from sweet_rl.stages.factory import build_judge
 from sweet_rl.stages.groups import JudgeOptions
 from sweet_rl.io import read_jsonl
 from sweet_rl.records import StepSample

@@ -1,5 +1,7 @@
 """Pure logic of the step stages: turn records, pair selection, judge arithmetic, vLLM adapters."""
 
+import dataclasses
+import json
 import random
 from types import SimpleNamespace
 
@@ -26,22 +28,22 @@ def test_turn_records_one_per_assistant_turn():
     # messages: the dialogue up to AND including the turn, entries as stored (the original's
     # d["dialogue_history"][: i + 1])
     first, second = turns.turn_records(_trajectory(0.5))
-    assert first == {
-        "input": "P1",
-        "input_with_ground_truth":
-            "In light that the final answer is: def f(a, b): return a + b.P1",
-        "older_output": "OUTPUT: ints?",
-        "reward": 0.5,
-        "ground_truth": "def f(a, b): return a + b",
-        "messages": [
+    assert first == StepSample(
+        input="P1",
+        input_with_ground_truth="In light that the final answer is: def f(a, b): return a + b.P1",
+        older_output="OUTPUT: ints?",
+        reward=0.5,
+        ground_truth="def f(a, b): return a + b",
+        messages=[
             {"role": "user", "content": "add"},
             {"role": "assistant", "content": "ints?", "input": "P1", "output": "OUTPUT: ints?"},
         ],
-    }
-    assert second["older_output"] == "O2" and len(second["messages"]) == 4
-    assert second["messages"][2] == {"role": "user", "content": "yes"}
-    assert second["messages"][3] == {"role": "assistant", "content": "I WANT TO ANSWER: x",
-                                     "input": "P2", "output": "O2"}
+    )
+    assert first.additional_outputs == [] and first.judge_result is None  # no candidates yet
+    assert second.older_output == "O2" and len(second.messages) == 4
+    assert second.messages[2] == {"role": "user", "content": "yes"}
+    assert second.messages[3] == {"role": "assistant", "content": "I WANT TO ANSWER: x",
+                                  "input": "P2", "output": "O2"}
 
 
 def test_turn_records_need_reward_and_turn_fields():
@@ -86,9 +88,14 @@ def test_draw_pairs_high_vs_low_and_seeded():
     assert rng.random() == random.Random(0).random()  # a one-candidate turn draws nothing
 
 
+def _ranked(prompt, outputs, judge):
+    return StepSample(input=prompt, input_with_ground_truth=prompt, older_output="", reward=1.0,
+                      ground_truth="", messages=[], additional_outputs=outputs,
+                      judge_result=judge)
+
+
 def test_pair_records_layouts_and_identical_drop():
-    sample = {"input": "PROMPT|", "additional_outputs": ["good", "bad", "good", "bad"],
-              "judge_result": [2.0, -1.0, 1.0, -2.0]}
+    sample = _ranked("PROMPT|", ["good", "bad", "good", "bad"], [2.0, -1.0, 1.0, -2.0])
     records, dropped = pairs.pair_records([sample], 8, random.Random(1), "<E>", no_prompt=False)
     assert dropped == 0 and len(records) == 8
     # the original's key order: chosen, rejected, prompt
@@ -96,13 +103,13 @@ def test_pair_records_layouts_and_identical_drop():
     assert all(list(r.items()) == expected for r in records)
     records, _ = pairs.pair_records([sample], 2, random.Random(1), "<E>", no_prompt=True)
     assert records[0] == {"chosen": "PROMPT|good<E>", "rejected": "PROMPT|bad<E>"}
-    same = dict(sample, additional_outputs=["x", "x", "x", "x"])
+    same = dataclasses.replace(sample, additional_outputs=["x", "x", "x", "x"])
     records, dropped = pairs.pair_records([same], 3, random.Random(1), "<E>", no_prompt=True)
     assert records == [] and dropped == 3
 
 
 def test_sft_record_takes_first_best():
-    sample = {"input": "P", "additional_outputs": ["a", "b", "c"], "judge_result": [0.5, 2.0, 2.0]}
+    sample = _ranked("P", ["a", "b", "c"], [0.5, 2.0, 2.0])
     assert pairs.sft_record(sample, "<E>") == {
         "prompt": "P",
         "completion": "b<E>",
@@ -111,11 +118,9 @@ def test_sft_record_takes_first_best():
 
 
 def _step(n=3):
-    record = dict(turns.turn_records(_trajectory())[0])
+    record = turns.turn_records(_trajectory())[0]
     # sums -6, -2, 0 over 3, 1, 0 tokens -> means -2, -2, 0 (no token: 0)
-    return StepSample.from_dict(
-        with_candidates(record, ["a b c", "d", ""][:n], [(-6.0, 3), (-2.0, 1), (0.0, 0)][:n])
-    )
+    return with_candidates(record, ["a b c", "d", ""][:n], [(-6.0, 3), (-2.0, 1), (0.0, 0)][:n])
 
 
 def test_with_candidates_means_and_sums():
@@ -137,7 +142,23 @@ def test_judge_result_arithmetic_mean_and_sum():
     assert ranking.critic_context(step).startswith("In light that the final answer is:")
     assert ranking.critic_context(step, use_ground_truth=False) == "P1"
     out = ranking.ranked(step, [1.0, 1.5, 0.0])
-    assert out["judge_result"] == [1.0, 1.5, 0.0] and out["input"] == "P1"
+    assert out.judge_result == [1.0, 1.5, 0.0] and out.input == "P1"
+    assert step.judge_result is None  # the input record is left as it was
+
+
+def test_step_records_keep_the_original_key_order_through_sample_and_rank():
+    """Made per turn, given candidates, then judged: the lines are the original's, key for key
+    and in its order, with keys it does not know kept and judge_result appended last."""
+    step = _step()
+    assert list(step.to_dict()) == [
+        "input", "input_with_ground_truth", "older_output", "reward", "ground_truth", "messages",
+        "additional_outputs", "additional_reference_logprobs",
+        "additional_reference_logprobs_sum"]
+    read_back = StepSample.from_dict(json.loads(json.dumps(
+        dict(step.to_dict(), note="kept"))))
+    ranked = ranking.ranked(read_back, [1.0, 1.5, 0.0]).to_dict()
+    assert list(ranked)[-3:] == ["additional_reference_logprobs_sum", "note", "judge_result"]
+    assert ranked["note"] == "kept" and ranked["judge_result"] == [1.0, 1.5, 0.0]
 
 
 def _lp(value):

@@ -32,7 +32,7 @@ def _write(path, rows):
 
 @pytest.fixture(scope="module")
 def tokenizer(tiny_model_dir):
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
 
     return load_tokenizer(tiny_model_dir)
 
@@ -180,7 +180,7 @@ def test_rank_reads_n_from_each_record(tmp_path, tiny_model_dir, sampled):
 
 def test_pairs_load_in_training(ranked, tmp_path, tiny_model_dir, tokenizer, capsys):
     from sweet_rl.training.data import read_preference_pairs, tokenize_pairs
-    from sweet_rl.training.masks import SequenceTokenizer
+    from sweet_rl.training.collators import SequenceTokenizer
 
     records = _lines(ranked)
     eos = tokenizer.eos_token

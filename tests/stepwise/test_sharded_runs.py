@@ -7,7 +7,7 @@ import pytest
 
 from sweet_rl.stages.rank import RankOptions, rank
 from sweet_rl.stages.sample import SampleOptions, sample
-from sweet_rl.sharding import merge_shards
+from sweet_rl.stages.sharding import merge_shards
 
 SHARDS = 3
 # 6 trajectories, 4 kept by --data_fraction, 2 assistant turns each: 8 records; the sample
@@ -31,7 +31,7 @@ def _stage_arguments(path, stage):
 def offline(tmp_path_factory, tiny_model_dir):
     """Six evaluated trajectories (written by hand, so no other stage runs here), each with
     two assistant turns whose ``input`` is the chat-formatted prompt."""
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
 
     tokenizer = load_tokenizer(tiny_model_dir)
     rows = []

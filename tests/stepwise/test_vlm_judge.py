@@ -9,7 +9,7 @@ import json
 import pytest
 
 from sweet_rl.stages.rank import RankOptions, rank
-from sweet_rl.factory import build_judge
+from sweet_rl.stages.factory import build_judge
 from sweet_rl.stages.groups import JudgeOptions
 from sweet_rl.io import read_jsonl
 from sweet_rl.records import StepSample
@@ -27,7 +27,7 @@ def critic_dir(tmp_path_factory):
     answer is always chosen over the refusal, each task shown by its own reference picture."""
     from sweet_rl.stages.train import train_dpo
     from sweet_rl.training.options import PreferenceOptions
-    from sweet_rl.tiny_vlm import build_tiny_vlm
+    from sweet_rl.models.tiny_vlm import build_tiny_vlm
 
     folder = tmp_path_factory.mktemp("vlm_critic")
     model = build_tiny_vlm(str(folder / "tiny-qwen2-vl"), seed=0)

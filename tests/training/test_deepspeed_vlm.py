@@ -22,7 +22,7 @@ shared_memory_op = build_shared_memory_op  # the fixture, under the name the tes
 
 @pytest.fixture(scope="module")
 def tiny_vlm_dir(tmp_path_factory):
-    from sweet_rl.tiny_vlm import build_tiny_vlm
+    from sweet_rl.models.tiny_vlm import build_tiny_vlm
 
     return build_tiny_vlm(str(tmp_path_factory.mktemp("tiny-qwen2-vl")), seed=0)
 

@@ -77,7 +77,7 @@ def test_zero3_bf16_on_gpu_reports_throughput(tiny_model_dir, tmp_path, capsys):
 
 @pytest.fixture(scope="module")
 def tiny_vlm_dir(tmp_path_factory):
-    from sweet_rl.tiny_vlm import build_tiny_vlm
+    from sweet_rl.models.tiny_vlm import build_tiny_vlm
 
     return build_tiny_vlm(str(tmp_path_factory.mktemp("tiny-qwen2-vl")), seed=0)
 

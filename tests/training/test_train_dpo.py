@@ -145,9 +145,9 @@ def test_reference_scores_come_from_ref_pretrain_before_training(tiny_model_dir,
 
     from sweet_rl.stages.train import train_dpo
     from sweet_rl.training.options import PreferenceOptions
-    from sweet_rl.tiny_model import build_tiny_model
+    from sweet_rl.models.tiny_model import build_tiny_model
     from sweet_rl.training.data import read_preference_pairs
-    from sweet_rl.training.masks import SequenceTokenizer
+    from sweet_rl.training.collators import SequenceTokenizer
 
     other = build_tiny_model(str(tmp_path / "reference"), seed=1)
     pairs = single_turn_pairs(tmp_path / "pairs.jsonl", n=2)

@@ -4,7 +4,7 @@ import json
 import os
 
 from tests.training.helpers import trajectories
-from tests.training.test_masks import BOS, EOT, HE, HS  # special-token ids, documented there
+from tests.training.test_collators import BOS, EOT, HE, HS  # special-token ids, documented there
 
 
 def test_sft_masks_assistant_turns_and_learns(tiny_model_dir, tmp_path):
@@ -16,7 +16,7 @@ def test_sft_masks_assistant_turns_and_learns(tiny_model_dir, tmp_path):
     from sweet_rl.stages.train import train_sft
     from sweet_rl.training.options import SFTOptions
     from sweet_rl.training.data import read_sft_examples
-    from sweet_rl.training.masks import SequenceTokenizer
+    from sweet_rl.training.collators import SequenceTokenizer
 
     path = trajectories(tmp_path / "traj.jsonl")
     tok = AutoTokenizer.from_pretrained(tiny_model_dir)

@@ -15,7 +15,7 @@ FAST = dict(learning_rate=1e-3, train_batch_size=2, micro_train_batch_size=1, ma
 
 @pytest.fixture(scope="module")
 def tiny_vlm_dir(tmp_path_factory):
-    from sweet_rl.tiny_vlm import build_tiny_vlm
+    from sweet_rl.models.tiny_vlm import build_tiny_vlm
 
     return build_tiny_vlm(str(tmp_path_factory.mktemp("tiny-qwen2-vl")), seed=0)
 

@@ -19,7 +19,7 @@ from tests.training.vlm_helpers import last_turn, picture, vlm_pairs
 
 @pytest.fixture(scope="module")
 def tiny_vlm_dir(tmp_path_factory):
-    from sweet_rl.tiny_vlm import build_tiny_vlm
+    from sweet_rl.models.tiny_vlm import build_tiny_vlm
 
     return build_tiny_vlm(str(tmp_path_factory.mktemp("tiny-qwen2-vl")), seed=0)
 

@@ -103,7 +103,7 @@ def _running(child) -> bool:
 @pytest.fixture(scope="session")
 def vllm_model(tmp_path_factory) -> str:
     """The tiny Llama with heads of 32 values (vLLM's CPU attention takes no 16)."""
-    from sweet_rl.tiny_model import build_tiny_model
+    from sweet_rl.models.tiny_model import build_tiny_model
 
     return build_tiny_model(str(tmp_path_factory.mktemp("tiny-llama-hd32")), seed=0, head_dim=32)
 
@@ -119,7 +119,7 @@ def stop_model(tmp_path_factory, vllm_model) -> str:
 
 
 def _engine(model_dir):
-    from sweet_rl import vllm_engine
+    from sweet_rl.models import vllm_engine
 
     llm = vllm_engine.load_llm(model_dir, seed=0)
     yield llm
@@ -142,7 +142,7 @@ class Servers:
     started without waiting; :meth:`urls` waits until every one answers /health."""
 
     def __init__(self, model_dir: str, count: int):
-        from sweet_rl.vllm_engine import server_command
+        from sweet_rl.models.vllm_engine import server_command
         from tests.serve_helpers import free_port
 
         self.ports = [free_port() for _ in range(count)]

@@ -40,8 +40,8 @@ def _hf_greedy_tokens(agent, prompt):
 
 
 def test_greedy_replies_are_the_hf_agents(llm, vllm_model):
-    from sweet_rl import vllm_engine
     from sweet_rl.agents.vllm_agent import build_requests
+    from sweet_rl.models import vllm_engine
 
     conversations = _conversations()
     on_vllm = VLLMAgent(vllm_model, temperature=0.0, max_new_tokens=NEW_TOKENS, llm=llm)

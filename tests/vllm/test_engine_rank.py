@@ -23,7 +23,7 @@ TASKS = (("add two numbers", 1.0), ("sort a list", 0.0), ("reverse a string", 1.
 @pytest.fixture(scope="module")
 def sampled(tmp_path_factory, vllm_model):
     """8 step records with 4 candidates each (sampled by the hf backend: ranking is tested)."""
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
 
     folder = tmp_path_factory.mktemp("rank")
     offline = write_offline(folder / "offline.jsonl", load_tokenizer(vllm_model), TASKS)

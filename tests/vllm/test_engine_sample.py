@@ -30,7 +30,7 @@ TASKS = (("add two numbers", 1.0), ("sort a list", 0.0), ("reverse a string", 1.
 
 @pytest.fixture(scope="module")
 def offline(tmp_path_factory, stop_model):
-    from sweet_rl.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import load_tokenizer
 
     path = tmp_path_factory.mktemp("offline") / "offline.jsonl"
     return write_offline(path, load_tokenizer(stop_model), TASKS)
@@ -55,11 +55,11 @@ def sampler(stop_llm, stop_model):
 
 def test_reference_logprobs_are_the_hf_scorers_on_the_sampled_tokens(stop_llm, stop_model,
                                                                        records, sampler):
-    from sweet_rl import vllm_engine
+    from sweet_rl.models import vllm_engine
     from sweet_rl.stepwise.scoring import ContinuationScorer
     from sweet_rl.stepwise.vllm_backend import candidate_requests, completion_score
 
-    prompts = [r["input"] for r in records]
+    prompts = [r.input for r in records]
     seeds = [row_seed(SEED, i) for i in range(len(records))]
     sampled = sampler.sample(prompts, N, seeds)
     # the sampler's own requests again, to see the tokens behind its texts and scores
@@ -89,7 +89,7 @@ def test_reference_logprobs_are_the_hf_scorers_on_the_sampled_tokens(stop_llm, s
 
 
 def test_a_candidate_depends_on_the_seed_and_its_records_index_only(records, sampler):
-    prompts = [r["input"] for r in records]
+    prompts = [r.input for r in records]
     seeds = [row_seed(SEED, i) for i in range(len(records))]
     whole = sampler.sample(prompts[:6], N, seeds[:6])
     tail = sampler.sample(prompts[3:6], N, seeds[3:6])  # another batch: the same draws
@@ -118,7 +118,7 @@ def test_the_stage_script_on_vllm_writes_the_engines_candidates(tmp_path, offlin
     with open(out, encoding="utf-8") as handle:
         written = [json.loads(line) for line in handle]
     # the same records, layout unchanged, with what the in-process engine draws for them
-    expected = sampler.sample([r["input"] for r in records[first:last]], N,
+    expected = sampler.sample([r.input for r in records[first:last]], N,
                               [row_seed(SEED, i) for i in range(first, last)])
     for row, record, (texts, scores) in zip(written, records[first:last], expected):
         assert {k: row[k] for k in record} == record

@@ -1,8 +1,8 @@
 """The wire format of test outputs, and its encoder (runs in the sandboxed child).
 
 A child never sends an object, only a description of it that the grading process rebuilds
-from plain values (:mod:`~sweet_rl.grading.sandbox.sandbox_decode`) and compares there
-(:mod:`~sweet_rl.grading.sandbox.sandbox_compare`), so no method of an answer's object ever runs
+from plain values (:mod:`~sweet_rl.grading.decode`) and compares there
+(:mod:`~sweet_rl.grading.compare`), so no method of an answer's object ever runs
 in the grader. The description is a *flat* stream of JSON tokens in pre-order: a container is
 a header token holding its item count, followed by its items. Being flat, no step on either
 side recurses with the depth of the value (``json.loads`` of nested JSON, a recursive encoder

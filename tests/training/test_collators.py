@@ -10,7 +10,7 @@ between special tokens. Special-token ids are fixed by ``SPECIAL_TOKENS`` in tin
 import pytest
 import torch
 
-from sweet_rl.training.masks import (PreferenceCollator, SequenceTokenizer, SFTCollator,
+from sweet_rl.training.collators import (PreferenceCollator, SequenceTokenizer, SFTCollator,
                                      common_prefix_length, find_all, template_turn_ids,
                                      truncate_left)
 

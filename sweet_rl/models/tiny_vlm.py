@@ -13,7 +13,7 @@ tasks, with Qwen2-VL's special tokens (``<|im_start|>``, ``<|im_end|>``, ``<|vis
 is small, so a page screenshot becomes at most a few dozen image tokens (one per 28x28 px
 after resizing).
 
-    python -m sweet_rl.tiny_vlm outputs/tiny-qwen2-vl
+    python -m sweet_rl.models.tiny_vlm outputs/tiny-qwen2-vl
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def build_tokenizer(vocab_size: int = 1024):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from sweet_rl.tiny_model import _training_text
+    from sweet_rl.models.tiny_model import _training_text
 
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -116,7 +116,7 @@ def build_tiny_vlm(output_dir: str, seed: int = 0, vocab_size: int = 1024,
 
 def ensure_tiny_vlm(output_dir: Optional[str] = None, seed: int = 0) -> str:
     """The tiny VLM, built once into the per-user cache (see ``tiny_model.ensure_built``)."""
-    from sweet_rl.tiny_model import ensure_built
+    from sweet_rl.models.tiny_model import ensure_built
 
     return ensure_built(build_tiny_vlm, "tiny-qwen2-vl", output_dir, seed)
 

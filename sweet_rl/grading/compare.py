@@ -2,7 +2,7 @@
 
 The benchmark's verdict is ``reference_output == answer_output and reference_output is not
 None``, with the reference on the left, and a ValueError raised by it means "not passed". The
-grader applies that same expression to decoded values (:mod:`sandbox_decode`): builtins, the
+grader applies that same expression to decoded values (:mod:`.decode`): builtins, the
 real ``OrderedDict``/``Counter``/``deque``/dict views, and the classes below, whose methods are
 ours — so Python's own rules (reflected ``__eq__``, identity first inside containers, the truth
 value of each element comparison) decide, and nothing of the answer runs here.

@@ -39,7 +39,7 @@ class EndpointUnavailable(RuntimeError):
 
     Named after the endpoint, not its role: the simulator and the HTTP agent share this
     client, and an unreachable agent server must not be reported as a simulator failure.
-    The run stops; the message names the URL. ``SimulatorUnavailable`` is an alias of it.
+    The run stops; the message names the URL.
     """
 
 

@@ -1,5 +1,5 @@
-"""The leak meter: the rule (sweet_rl.leaks), the backend environment's bookkeeping of leaking
-replies and resamples, and the counts written for a run."""
+"""The leak meter: the rule (sweet_rl.environments.leaks), the backend environment's bookkeeping
+of leaking replies and resamples, and the counts written for a run."""
 
 import json
 
@@ -8,7 +8,7 @@ import pytest
 from sweet_rl.data.mini_tasks import generate_tasks
 from sweet_rl.environments import BackendEnv, DesignEnv, make_env
 from sweet_rl.environments.base import CollaborationEnv
-from sweet_rl.leaks import (LEAK_RUN, RESAMPLE_REMINDER, code_tokens, format_leak_rate,
+from sweet_rl.environments.leaks import (LEAK_RUN, RESAMPLE_REMINDER, code_tokens, format_leak_rate,
                             leak_summary, reply_leaks, strip_comments)
 from sweet_rl.prompts import load_prompt
 from sweet_rl.records import Task, Trajectory

@@ -9,7 +9,7 @@ import pytest
 
 from sweet_rl import __version__
 from sweet_rl.records import RecordError
-from sweet_rl.sharding import merge_shards, shard_bounds, shard_facts
+from sweet_rl.stages.sharding import merge_shards, shard_bounds, shard_facts
 from tests.conftest import REPO_ROOT
 
 

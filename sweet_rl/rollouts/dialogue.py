@@ -3,8 +3,8 @@
 A :class:`Dialogue` wraps one environment and says, at each moment, which call it needs next;
 whoever drives it makes that call and hands the result back with :meth:`Dialogue.advance`.
 The drivers decide only when calls are made and how they are batched: the lockstep one
-(:func:`sweet_rl.rollout.run_dialogues`, the original's loop) serves every open dialogue's
-call of a turn's step at once, the pipelined one (:func:`sweet_rl.pipeline.run_pipelined`)
+(:func:`sweet_rl.rollouts.lockstep.run_dialogues`, the original's loop) serves every open dialogue's
+call of a turn's step at once, the pipelined one (:func:`sweet_rl.rollouts.pipeline.run_pipelined`)
 serves each as soon as it is asked for. Neither knows the protocol, so the two cannot drift.
 
 The states, and the call each one asks for::

@@ -1,4 +1,5 @@
-"""Pipelined rollouts (sweet_rl/pipeline.py) give the lockstep loop's trajectories, row for row.
+"""Pipelined rollouts (sweet_rl/rollouts/pipeline.py) give the lockstep loop's trajectories, row
+for row.
 
 Two levels: the loops themselves with small stand-in models whose reply times are random (so
 dialogues finish in a scrambled order), and simulate end to end with the real tiny agent and
@@ -15,9 +16,9 @@ import pytest
 
 from sweet_rl.agents.base import Agent
 from sweet_rl.environments import make_env
-from sweet_rl.pipeline import run_pipelined
 from sweet_rl.records import Task
-from sweet_rl.rollout import run_dialogues
+from sweet_rl.rollouts.lockstep import run_dialogues
+from sweet_rl.rollouts.pipeline import run_pipelined
 from sweet_rl.simulators.base import Simulator
 from sweet_rl.types import AgentOutput, SimulatorReply
 

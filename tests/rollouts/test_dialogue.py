@@ -1,5 +1,5 @@
-"""The turn protocol as a state machine (sweet_rl/dialogue.py), and the two drivers of it: the
-lockstep loop's call pattern (one batched agent call per turn, the original's) and the
+"""The turn protocol as a state machine (sweet_rl/rollouts/dialogue.py), and the two drivers of
+it: the lockstep loop's call pattern (one batched agent call per turn, the original's) and the
 pipelined loop's rows, equal to lockstep's with leaking replies asked for again."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 
 from sweet_rl.agents.base import Agent
-from sweet_rl.dialogue import (AgentCall, Dialogue, EnvCall, SimulatorCall, agent_outputs,
+from sweet_rl.rollouts.dialogue import (AgentCall, Dialogue, EnvCall, SimulatorCall, agent_outputs,
                                simulator_replies)
 from sweet_rl.environments.backend import BackendEnv
-from sweet_rl.leaks import RESAMPLE_REMINDER
-from sweet_rl.pipeline import run_pipelined
+from sweet_rl.environments.leaks import RESAMPLE_REMINDER
+from sweet_rl.rollouts.pipeline import run_pipelined
 from sweet_rl.records import Task
-from sweet_rl.rollout import run_dialogues
+from sweet_rl.rollouts.lockstep import run_dialogues
 from sweet_rl.simulators.base import Simulator
 from sweet_rl.types import AgentOutput, SimulatorReply
 

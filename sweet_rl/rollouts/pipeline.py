@@ -1,6 +1,6 @@
 """Pipelined rollouts: every dialogue advances as soon as its own last step is done.
 
-The lockstep loop (:func:`sweet_rl.rollout.run_dialogues`, the original's way) runs one
+The lockstep loop (:func:`sweet_rl.rollouts.lockstep.run_dialogues`, the original's way) runs one
 batched agent call for every open dialogue, then one batched simulator call, then the next
 turn: the agent idles while the slowest simulator reply of the turn is awaited, and the
 simulator idles while the agent generates. Here the two sides are queues served by their
@@ -17,7 +17,7 @@ own threads:
 * the environments (dialogue state) are touched by the calling thread only; a frontend
   environment's slow turns (page renders) go to ``record_workers`` threads.
 
-Each dialogue's turns are those of :class:`sweet_rl.dialogue.Dialogue`, the state machine the
+Each dialogue's turns are those of :class:`.dialogue.Dialogue`, the state machine the
 lockstep loop drives too: this scheduler only sends each dialogue's next call to the side that
 serves it and feeds the result back. Results do not depend on scheduling: a dialogue's turns
 depend only on its own history, the simulator is greedy, and every agent call is seeded by the
@@ -38,7 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional, Sequence
 
 from sweet_rl.agents.base import Agent
-from sweet_rl.dialogue import (AgentCall, Dialogue, SimulatorCall, agent_outputs,
+from sweet_rl.rollouts.dialogue import (AgentCall, Dialogue, SimulatorCall, agent_outputs,
                                simulator_replies)
 from sweet_rl.environments.base import CollaborationEnv
 from sweet_rl.records import Trajectory

@@ -1,7 +1,7 @@
-"""Rebuild test outputs from the wire format of :mod:`sandbox_values` (grading process).
+"""Rebuild test outputs from the wire format of :mod:`.sandbox.sandbox_values` (grading process).
 
 The result is made of builtins, ``OrderedDict``/``Counter``/``deque``, real dict views,
-``datetime``/``Decimal``/``Fraction`` values and the classes of :mod:`sandbox_compare`, so that
+``datetime``/``Decimal``/``Fraction`` values and the classes of :mod:`.compare`, so that
 ``reference == answer`` runs only code of Python and of this package. The text is untrusted
 (an answer may write anything its child can write), so decoding checks what it reads and
 bounds what comparing the result may cost:
@@ -28,8 +28,8 @@ import fractions
 import json
 import math
 
-from sweet_rl.grading.sandbox.sandbox_compare import (_OPERATORS, MAX_DIMENSIONS, Comparison,
-                                                 NumpyArray, NumpyScalar, Opaque, TypeName)
+from sweet_rl.grading.compare import (_OPERATORS, MAX_DIMENSIONS, Comparison, NumpyArray,
+                                      NumpyScalar, Opaque, TypeName)
 from sweet_rl.grading.sandbox.sandbox_values import (MAX_BYTES, MAX_DEPTH, MAX_INT_HEX, MAX_NODES,
                                                 NAN_SINGLETONS)
 

@@ -20,7 +20,7 @@ SCRIPTED_SIMULATOR = "scripted"  # --env_model value for the rule-based human (n
 def resolve_model(model: Optional[str]) -> str:
     """``None``/``"tiny"`` means the embedded tiny model, built once into the user cache."""
     if model in (None, "", "tiny"):
-        from sweet_rl.tiny_model import ensure_tiny_model
+        from sweet_rl.models.tiny_model import ensure_tiny_model
 
         path = ensure_tiny_model()
         logger.info("using the embedded tiny model at %s", path)
@@ -56,7 +56,7 @@ def build_agent(opts: "AgentOptions", seed: int = 0) -> Agent:
 def resolve_vlm(model: Optional[str]) -> str:
     """``None``/``"tiny"`` means the embedded tiny vision-language model (user cache)."""
     if model in (None, "", "tiny"):
-        from sweet_rl.tiny_vlm import ensure_tiny_vlm
+        from sweet_rl.models.tiny_vlm import ensure_tiny_vlm
 
         path = ensure_tiny_vlm()
         logger.info("using the embedded tiny vision-language model at %s", path)
@@ -156,12 +156,12 @@ def build_judge(judge: "JudgeOptions", engine: Optional["EngineOptions"] = None,
                              "(train_dpo.py --critic_head decides which)")
         return HeadJudge(critic, truth, batch_size)
     if judge.judge_base_url:
-        from sweet_rl.openai_compat import ChatClient
+        from sweet_rl.models.openai_compat import ChatClient
 
         client = ChatClient(judge.judge_base_url, model_id, api_key=api_key)
         return PairwiseJudge(lambda batch: [r.text for r in client.complete_batch(
             batch, temperature=0.0, max_tokens=4)])
-    from sweet_rl.hf_generation import HFGenerator
+    from sweet_rl.models.hf_generation import HFGenerator
 
     generator = HFGenerator(model_id, device=device, dtype=dtype, max_new_tokens=4,
                             temperature=0.0, batch_size=batch_size)

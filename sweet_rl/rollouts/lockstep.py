@@ -1,11 +1,11 @@
 """Run batches of dialogues in lockstep: one batched agent call and one batched simulator call
 per turn, the original's loop.
 
-The turn protocol is :class:`sweet_rl.dialogue.Dialogue`'s; this driver only adds the per-turn
+The turn protocol is :class:`.dialogue.Dialogue`'s; this driver only adds the per-turn
 barrier. At each step it serves, as one batch, every open dialogue that is furthest into the
 turn (a resample before anything else, then the recording, the agent, the set-up), so a turn's
 resamples are all answered before the next agent call, and every agent call holds all the
-dialogues still open. The pipelined driver, :func:`sweet_rl.pipeline.run_pipelined`, plays the
+dialogues still open. The pipelined driver, :func:`.pipeline.run_pipelined`, plays the
 same dialogues without the barrier and gives the same rows.
 
 Environments whose turns do slow I/O (the frontend one renders every page in a browser) say so
@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, List, Optional, Sequence
 
 from sweet_rl.agents.base import Agent
-from sweet_rl.dialogue import (GENERATING, INTERACTING, PREPARING, RECORDING, Dialogue,
+from sweet_rl.rollouts.dialogue import (GENERATING, INTERACTING, PREPARING, RECORDING, Dialogue,
                                agent_outputs, simulator_replies)
 from sweet_rl.environments.base import CollaborationEnv
 from sweet_rl.records import Trajectory

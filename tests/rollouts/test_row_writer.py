@@ -8,7 +8,7 @@ import pytest
 
 from sweet_rl.io import read_jsonl
 from sweet_rl.records import RecordError, Task, Trajectory, Turn
-from sweet_rl.row_writer import OrderedRowWriter, pending_path, restore_pending
+from sweet_rl.rollouts.row_writer import OrderedRowWriter, pending_path, restore_pending
 
 TASKS = [Task(problem_description=f"task {i}", ground_truth="g") for i in range(4)]
 

@@ -6,7 +6,7 @@ real Llama-3.1 checkpoints (chat formatting, ``<|eot_id|>`` stopping, the
 ``<|start_header_id|>assistant<|end_header_id|>`` response template) runs unchanged on it.
 The weights are random: it writes gibberish and scores about 0 on ColBench.
 
-    python -m sweet_rl.tiny_model outputs/tiny-llama
+    python -m sweet_rl.models.tiny_model outputs/tiny-llama
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def _training_text() -> Iterator[str]:
     must not change when a bundled prompt is edited, and a cached tiny model must never be
     stale against the code that built it.
     """
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package root
     for path in sorted(glob.glob(os.path.join(here, "tiny_corpus", "*.txt"))):
         with open(path, encoding="utf-8") as handle:
             yield handle.read()
