@@ -51,7 +51,7 @@ DEVICE=${DEVICE:-}       # cpu or cuda for every stage (scripts/jobs.sh; empty: 
 device_init  # checks DEVICE before anything is written
 mkdir -p "$OUT"
 jobs_init
-py -m sweet_rl.cli.mini_warm_start "$OUT" --num_train_tasks "$TRAIN_TASKS" \
+py -m sweet_rl.recipes.mini.warm_start "$OUT" --num_train_tasks "$TRAIN_TASKS" \
     --num_test_tasks "$TEST_TASKS" --mix "$MIX" --seed "$SEED" \
     --hidden_size "$HIDDEN" --num_layers "$LAYERS" --tie_embeddings "$TIE" --num_drills "$DRILLS" \
     --agent_prompt_path "$AGENT_PROMPT" ${FAMILIES:+--families "$FAMILIES"}
@@ -62,7 +62,7 @@ cat "$OUT/warm_start.jsonl" "$OUT/drills.jsonl" > "$OUT/sft.jsonl"
 # batches for more updates, several epochs; no held-out share (every dialogue is data).
 # The copy (writing back what was told) is learnt in a sudden jump whose timing depends on the
 # seed and on the machine's float kernels, so the agent is checked on told train dialogues
-# (sweet_rl/cli/mini_copy_check.py) and trained again, from the same base model and data in
+# (sweet_rl/recipes/mini/copy_check.py) and trained again, from the same base model and data in
 # another order (training seed SEED + 1000 x try), when it does not copy: up to TRIES
 # trainings (COPY_MIN=0 skips the check). Trainings run JOBS at a time (scripts/jobs.sh), and
 # the first try in order that copies is kept, so the agent does not depend on JOBS.
@@ -81,7 +81,7 @@ train_try() {  # train_try TRY: the SFT into OUT/try<TRY>, then its copy check
   fi
   sft "$from" "$OUT/sft.jsonl" "$EPOCHS" "$OUT/try$try" "$seed"
   if [ "$COPY_MIN" != 0 ]; then
-    py -m sweet_rl.cli.mini_copy_check "$OUT/try$try" "$OUT/train_tasks.jsonl" \
+    py -m sweet_rl.recipes.mini.copy_check "$OUT/try$try" "$OUT/train_tasks.jsonl" \
         --agent_prompt_path "$OUT/agent_prompt.txt" --output_path "$OUT/try$try.copy_check.json" \
         $DEVICE_FLAG
   fi

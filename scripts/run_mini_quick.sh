@@ -4,7 +4,7 @@
 # the demo (scripts/run_demo.sh):
 #   - one task family (late_fee: a fee per day, a grace period and a cap to ask about;
 #     135 train and 33 held-out combinations of hidden values) instead of four;
-#   - the short agent prompt (sweet_rl/prompts/agent_code_mini_prompt.txt, 62 tokens instead
+#   - the short agent prompt (sweet_rl/recipes/mini/agent_prompt.txt, 62 tokens instead
 #     of 269), so every row is less than half as long;
 #   - a warm agent trained as a curriculum: 5 epochs on the 2000 recall drills alone, where
 #     the copy of told values is learnt, then 3 on the dialogues and drills together (2051

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The miniature reproduction: on the miniature ColBench (sweet_rl/data/mini_tasks.py,
+# The miniature reproduction: on the miniature ColBench (sweet_rl/recipes/mini/tasks.py,
 # scripted human), every method of the paper's Table 2 trained from the same warm-started tiny
 # agent with the project's real stages and files, on the CPU, then a table of held-out
-# success and tests passed over seeds (sweet_rl/cli/mini_table.py).
+# success and tests passed over seeds (sweet_rl/recipes/mini/table.py).
 #
 # Per seed, all from the warm agent W and the same offline data:
 #   zero-shot       W itself
@@ -136,7 +136,7 @@ sweet_agent() {  # sweet_agent NAME SEED DIR RANK_FLAGS: rank with its critic ->
       --input_path "$dir/sampled.jsonl" --output_path "$dir/ranked_$name.jsonl" --overwrite \
       --score_tokens "$SCORE_TOKENS" $rank_flags $DEVICE_FLAG
   # how far the critic's ranking agrees with the miniature's oracle (a diagnostic only)
-  py -m sweet_rl.cli.mini_critic_check "$dir/ranked_$name.jsonl"
+  py -m sweet_rl.recipes.mini.critic_check "$dir/ranked_$name.jsonl"
   py scripts/generate_random_pairs_from_ranks.py "$dir/ranked_$name.jsonl" \
       "$dir/agent_pairs_$name.jsonl" --no_prompt --num_pairs "$NUM_PAIRS" --tokenizer "$AGENT" \
       --seed "$seed"
@@ -188,7 +188,7 @@ best_of_n_curve() {  # best_of_n_curve SEED DIR: Figure 3a with every critic tra
       judge) critics="$critics --judge $AGENT" ;;  # the agent's base model judges
     esac
   done
-  py -m sweet_rl.cli.mini_best_of_n --agent_model "$AGENT" \
+  py -m sweet_rl.recipes.mini.best_of_n --agent_model "$AGENT" \
       --tasks "$WARM/test_tasks.jsonl" --num_tasks "$TEST_TASKS" --output_dir "$dir" \
       $critics $PROMPT_FLAG --ns "$BON_NS" \
       --seed "$seed" --max_new_tokens "$MAX_NEW_TOKENS" --rollouts "$BON_ROLLOUTS" \
@@ -304,4 +304,4 @@ for seed in $SEEDS; do
 done
 finish "${seed_pids[@]}"
 
-"$PYTHON" -m sweet_rl.cli.mini_table "$OUT" --seconds "$(( $(date +%s) - STARTED ))"
+"$PYTHON" -m sweet_rl.recipes.mini.table "$OUT" --seconds "$(( $(date +%s) - STARTED ))"

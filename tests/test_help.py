@@ -81,7 +81,7 @@ def test_every_flag_has_its_own_full_description_type_and_real_default(command):
 
 
 @pytest.mark.parametrize("command", ["scripts/evaluate_code.py", "scripts/train_dpo.py",
-                                     "sweet_rl/cli/mini_table.py"])
+                                     "sweet_rl/recipes/mini/table.py"])
 def test_dash_h_is_help_too(command):
     assert _help(command, "-h") == _help(command)
 
@@ -190,8 +190,14 @@ def test_recipes_answer_help_at_once_and_write_nothing(recipe, flag, tmp_path):
 
 
 def test_the_helper_modules_are_commands():
+    from sweet_rl.recipes.mini.commands import COMMANDS as MINI
+
     helpers = {name for name in os.listdir(REPO_ROOT / "sweet_rl" / "cli")
-               if name.startswith(("mini_", "offline_demo"))}
+               if name.startswith("offline_demo")}
     assert {f"sweet_rl/cli/{name}" for name in helpers} <= set(COMMANDS)
     for name in helpers:  # each is runnable with python -m
         assert importlib.import_module(f"sweet_rl.cli.{name[:-3]}").main
+    # the miniature's commands: each a module of its home with a main, and a flag table
+    for name, (module, _) in MINI.items():
+        assert f"sweet_rl/recipes/mini/{module}.py" in COMMANDS, name
+        assert importlib.import_module(f"sweet_rl.recipes.mini.{module}").main

@@ -1,4 +1,4 @@
-"""The warm-start copy check (sweet_rl/cli/mini_copy_check.py) and build_mini_agent.sh's
+"""The warm-start copy check (sweet_rl/recipes/mini/copy_check.py) and build_mini_agent.sh's
 trainings until it passes."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from sweet_rl.cli.mini_copy_check import CopyCheckOptions, copied, copy_check
-from sweet_rl.data.mini_tasks import generate_tasks
+from sweet_rl.recipes.mini.copy_check import CopyCheckOptions, copied, copy_check
+from sweet_rl.recipes.mini.tasks import generate_tasks
 from sweet_rl.io import write_jsonl
 
 REFERENCE = generate_tasks(1, 0, "train")[0].ground_truth

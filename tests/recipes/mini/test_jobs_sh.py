@@ -8,11 +8,13 @@ import os
 import subprocess
 import sys
 
+from tests.conftest import REPO_ROOT
+
 
 def _run(script: str, tmp_path, **env):
     full = dict(os.environ, PYTHON=sys.executable, OUT=str(tmp_path), **env)
     return subprocess.run(["bash", "-c", "set -euo pipefail\nsource scripts/jobs.sh\n" + script],
-                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                          cwd=REPO_ROOT,
                           env=full, capture_output=True, text=True, timeout=120)
 
 
@@ -96,5 +98,5 @@ def test_device_sets_the_stages_flag_and_is_checked_before_any_work(tmp_path):
     refused = subprocess.run(["bash", "scripts/run_mini_quick.sh"], capture_output=True,
                              text=True, timeout=60, env=dict(os.environ, OUT=str(out),
                                                              DEVICE="gpu"),
-                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                             cwd=REPO_ROOT)
     assert refused.returncode == 2 and not out.exists()

@@ -20,8 +20,8 @@ METHODS = ("zero_shot", "rft", "multiturn_dpo", "sweet", "sweet_no_gt", "sweet_s
 
 
 def test_reduced_reproduction_runs_every_method(tmp_path, repo_root, tiny_model_dir):
-    from sweet_rl.data.mini_dialogues import STYLES, build_mini_trajectories
-    from sweet_rl.data.mini_tasks import generate_tasks
+    from sweet_rl.recipes.mini.dialogues import STYLES, build_mini_trajectories
+    from sweet_rl.recipes.mini.tasks import generate_tasks
     from sweet_rl.hf_generation import load_tokenizer
     from sweet_rl.io import write_jsonl
 
