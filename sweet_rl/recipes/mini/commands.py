@@ -9,8 +9,11 @@ import importlib
 import sys
 from typing import Dict, Optional, Sequence, Tuple
 
-# command -> (module under sweet_rl.recipes.mini, what it does)
+# command -> (module under sweet_rl.recipes.mini, what it does); the module's ``main`` runs it
 COMMANDS: Dict[str, Tuple[str, str]] = {
+    "run": ("reproduction", "the reproduction: every method over seeds, the table, Best-of-N"),
+    "quick": ("quick", "the same on the quick miniature (one family, short prompt): minutes"),
+    "build_agent": ("build_agent", "the warm-started agent the methods all start from"),
     "warm_start": ("warm_start", "the warm start's base model, tasks, dialogues and drills"),
     "copy_check": ("copy_check", "whether an agent writes back the details it was told"),
     "critic_check": ("critic_check", "a critic's ranking against the miniature's oracle"),

@@ -7,8 +7,8 @@ writes each told sentence as a comment and its value as a constant. A tiny agent
 a sudden jump somewhere past a thousand SFT updates, and whether the jump has happened by the
 end of a fixed budget depends on the seed and on the machine's floating-point kernels (the
 same recipe gave 48.5% and 3.0% held-out success with seeds 1 and 2 of one machine;
-docs/mini_warm_start.md). ``build_mini_agent.sh`` asks this check whether it has, and trains
-again with the next seed when it has not.
+docs/mini_warm_start.md). The warm agent's build (:mod:`sweet_rl.recipes.mini.build_agent`)
+asks this check whether it has, and trains again with the next seed when it has not.
 
 The check plays the scripted asker's dialogue (every hidden detail asked and told) on
 ``num_tasks`` tasks of the given file, lets the agent write the final answer greedily from
