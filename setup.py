@@ -35,7 +35,7 @@ setup(
     license="MIT",
     packages=find_packages(include=["sweet_rl", "sweet_rl.*"]),
     package_data={"sweet_rl": ["prompts/*.txt", "prompts/*.json", "tiny_corpus/*.txt",
-                               "data/*.jsonl"]},
+                               "data/*.jsonl", "recipes/mini/*.txt"]},
     python_requires=">=3.10",
     install_requires=[
         "torch>=2.1",

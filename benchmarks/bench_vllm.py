@@ -40,16 +40,16 @@ sys.path.insert(0, REPO)
 
 def build(folder: str, tasks: int):
     """The model and the miniature's offline turn records (prompts)."""
-    from sweet_rl.data.mini_dialogues import STYLES, build_mini_trajectories
-    from sweet_rl.data.mini_tasks import corpus, generate_tasks
+    from sweet_rl.recipes.mini.dialogues import STYLES, build_mini_trajectories
+    from sweet_rl.recipes.mini.tasks import corpus, generate_tasks
     from sweet_rl.models.hf_generation import load_tokenizer
     from sweet_rl.models.tiny_model import build_tiny_model
-    from sweet_rl.prompts import MINI_AGENT_PROMPT
+    from sweet_rl.recipes.mini import AGENT_PROMPT
     from sweet_rl.stepwise.turns import fraction_count, turn_records
 
     model = build_tiny_model(os.path.join(folder, "model"), seed=0, hidden_size=128,
                              num_layers=2, extra_text=corpus(["late_fee"]))
-    with open(MINI_AGENT_PROMPT, encoding="utf-8") as handle:
+    with open(AGENT_PROMPT, encoding="utf-8") as handle:
         prompt = handle.read()
     trajectories = build_mini_trajectories(
         load_tokenizer(model), generate_tasks(tasks, seed=0, families=["late_fee"]), STYLES,

@@ -10,7 +10,7 @@ Writes to OUT:
                   layout (hidden 2048, 16 layers, 32 heads, 8 key-value heads, MLP 8192),
                   about 0.98B parameters; its vocabulary is the local tokenizer's 1K tokens,
                   not Llama-3's 128K, so its output layer costs far less than a real 1B's;
-  offline.jsonl   the miniature's scripted dialogues (sweet_rl/data/mini_dialogues.py: an
+  offline.jsonl   the miniature's scripted dialogues (sweet_rl/recipes/mini/dialogues.py: an
                   asker that passes, a guesser and a waster that fail, per task) in the layout
                   of simulate_interactions.py with a reward each: the offline records the
                   sample stage reads;
@@ -66,8 +66,8 @@ def _numel(shape) -> int:
 
 
 def write_data(out: str, model: str, tasks: int) -> dict:
-    from sweet_rl.data.mini_dialogues import STYLES, build_mini_trajectories
-    from sweet_rl.data.mini_tasks import generate_tasks
+    from sweet_rl.recipes.mini.dialogues import STYLES, build_mini_trajectories
+    from sweet_rl.recipes.mini.tasks import generate_tasks
     from sweet_rl.evaluation.preferences import pair_texts
     from sweet_rl.io import write_jsonl
     from sweet_rl.layout import rollout_of, row_of

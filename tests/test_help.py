@@ -81,7 +81,7 @@ def test_every_flag_has_its_own_full_description_type_and_real_default(command):
 
 
 @pytest.mark.parametrize("command", ["scripts/evaluate_code.py", "scripts/train_dpo.py",
-                                     "sweet_rl/cli/mini_table.py"])
+                                     "sweet_rl/recipes/mini/table.py"])
 def test_dash_h_is_help_too(command):
     assert _help(command, "-h") == _help(command)
 
@@ -167,7 +167,10 @@ def test_rank_writes_the_same_file_either_way(tmp_path):
 # -- the shell recipes ---------------------------------------------------------------------
 
 RECIPES = ["run_sweet_backend", "run_sweet_frontend", "run_baselines_backend", "run_demo",
-           "run_mini_quick", "run_mini_reproduction", "build_mini_agent", "vllm_env"]
+           "vllm_env"]
+# the miniature's scripts run its Python recipes (sweet-rl mini run / quick / build_agent)
+MINI_RECIPES = {"run_mini_reproduction": "run", "run_mini_quick": "quick",
+                "build_mini_agent": "build_agent"}
 
 
 @pytest.mark.parametrize("recipe", RECIPES)
@@ -189,9 +192,32 @@ def test_recipes_answer_help_at_once_and_write_nothing(recipe, flag, tmp_path):
     assert os.listdir(tmp_path) == []  # the working folder, HOME and every OUT stay empty
 
 
+@pytest.mark.parametrize("recipe", sorted(MINI_RECIPES))
+def test_the_miniature_scripts_answer_help_with_their_recipe_and_write_nothing(recipe, tmp_path):
+    env = dict(ENV, HOME=str(tmp_path), OUT=str(tmp_path / "out"))
+    done = subprocess.run(["bash", str(REPO_ROOT / "scripts" / f"{recipe}.sh"), "--help"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=30, env=env)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    command = f"sweet-rl mini {MINI_RECIPES[recipe]}"
+    assert done.stdout.startswith(f"usage: {command} [--NAME VALUE ...]")
+    for knob in ("--jobs  (int or None; default: None)", "--threads  (int; default: 1)",
+                 "--out  (str; default: "):
+        assert knob in done.stdout
+    assert "environment variable" in done.stdout
+    assert os.listdir(tmp_path) == []  # the working folder, HOME and OUT stay empty
+
+
 def test_the_helper_modules_are_commands():
+    from sweet_rl.recipes.mini.commands import COMMANDS as MINI
+
     helpers = {name for name in os.listdir(REPO_ROOT / "sweet_rl" / "cli")
-               if name.startswith(("mini_", "offline_demo"))}
+               if name.startswith("offline_demo")}
     assert {f"sweet_rl/cli/{name}" for name in helpers} <= set(COMMANDS)
     for name in helpers:  # each is runnable with python -m
         assert importlib.import_module(f"sweet_rl.cli.{name[:-3]}").main
+    # the miniature's commands: each a module of its home with a main, and a flag table
+    for name, (module, _) in MINI.items():
+        path = f"sweet_rl/recipes/mini/{module}.py"
+        if "__main__" in (REPO_ROOT / path).read_text():  # a step: its own flag table
+            assert path in COMMANDS, name
+        assert importlib.import_module(f"sweet_rl.recipes.mini.{module}").main

@@ -71,6 +71,12 @@ def test_only_the_command_line_imports_the_command_line():
     assert found == []
 
 
+def test_only_the_command_line_and_the_recipes_import_the_recipes():
+    found = [line for line in _offenders("sweet_rl", "sweet_rl.recipes")
+             if not line.startswith(("sweet_rl.cli", "sweet_rl.recipes"))]
+    assert found == []
+
+
 @pytest.mark.parametrize("importer,imported", [
     ("sweet_rl.stepwise", "sweet_rl.evaluation"),
     ("sweet_rl.stepwise", "sweet_rl.training"),

@@ -2,7 +2,8 @@
 
 The same stages as ``python scripts/<script>.py`` (those stay, for the original code's command
 lines); each stage's module is imported only when it runs, so ``sweet-rl --help`` is instant.
-Stage names are the script names; the short names below are accepted too.
+Stage names are the script names; the short names below are accepted too. ``sweet-rl mini
+<command>`` runs the miniature ColBench's commands (:mod:`sweet_rl.recipes.mini.commands`).
 """
 
 from __future__ import annotations
@@ -32,16 +33,26 @@ SHORT_NAMES = {"simulate": "simulate_interactions", "generate_random_pairs":
 
 
 def usage() -> str:
+    from sweet_rl.recipes.mini.commands import COMMANDS as MINI
+
     names = "\n".join(f"  {name}" for name in STAGES)
+    mini = "\n".join(f"  mini {name}" for name in MINI)
     return ("usage: sweet-rl <stage> [flags]   (sweet-rl <stage> --help: the stage's flags)\n"
             f"stages:\n{names}\n"
-            f"short names: {', '.join(f'{a} = {b}' for a, b in SHORT_NAMES.items())}")
+            f"short names: {', '.join(f'{a} = {b}' for a, b in SHORT_NAMES.items())}\n"
+            "the miniature ColBench (sweet-rl mini --help: what each does):\n"
+            f"{mini}")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help", "help"):
         print(usage())
+        return
+    if args[0] == "mini":  # the miniature's commands: the recipe's own dispatch
+        from sweet_rl.recipes.mini.commands import main as mini
+
+        mini(args[1:])
         return
     stage = SHORT_NAMES.get(args[0].replace("-", "_"), args[0].replace("-", "_"))
     if stage not in STAGES:

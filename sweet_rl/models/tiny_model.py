@@ -67,7 +67,7 @@ def _training_text() -> Iterator[str]:
 
 def build_tokenizer(vocab_size: int = 1024, extra_text: Iterable[str] = ()):
     """Train a byte-level BPE and wrap it as a transformers fast tokenizer. ``extra_text``
-    (e.g. a task family's own words, :func:`sweet_rl.data.mini_tasks.corpus`) is learnt too,
+    (e.g. a task family's own words, :func:`sweet_rl.recipes.mini.tasks.corpus`) is learnt too,
     so that text is cut into fewer, whole-word tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast

@@ -25,9 +25,6 @@ DEFAULT_PROMPTS = {
     ("agent", "html", "single_turn"): "agent_html_single_turn_prompt.txt",
     ("user", "html", "multi_turn"): "human_simulator_html_prompt.txt",
 }
-# The miniature ColBench's short agent prompt (the quick miniature's): 62 tokens of its
-# tiny tokenizer instead of the bundled prompt's 269: rows less than half as long.
-MINI_AGENT_PROMPT = os.path.join(_HERE, "agent_code_mini_prompt.txt")
 
 
 def default_prompt_path(role: str, task_type: str = "code", single_turn: bool = False) -> str:

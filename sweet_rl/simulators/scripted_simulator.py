@@ -1,6 +1,6 @@
 """A scripted simulated human: deterministic rule-based replies, no model.
 
-Made for the miniature ColBench (:mod:`sweet_rl.data.mini_tasks`), where a reply must be the
+Made for the miniature ColBench (:mod:`sweet_rl.recipes.mini.tasks`), where a reply must be the
 same every time so that differences between agents come from the agents alone, and cheap
 enough to run thousands of dialogues on a CPU. It reads exactly what a model simulator reads —
 the messages the backend environment builds (a system message and one user message holding the

@@ -88,7 +88,7 @@ class SimulatorOptions(LocalModelOptions, ServerKeyOptions):
     env_model: Optional[str] = flag(
         "the simulator's model (the served model name with --hostname; default: the tiny "
         "model), or ``scripted``: a rule-based human with no model (backend tasks, no "
-        "--hostname) for the miniature benchmark's tasks (sweet_rl/data/mini_tasks.py).", None)
+        "--hostname) for the miniature benchmark's tasks (sweet_rl/recipes/mini/tasks.py).", None)
     simulator_max_tokens: int = flag(
         "the simulated human's budget per reply (greedy, as the original).", 4096)
     simulator_concurrency: int = flag(

@@ -35,11 +35,12 @@ COMMANDS = {
         "visualizers.visualize_dialogue_histories:ViewerOptions",
     "visualizers/visualize_design_dialogue_histories.py":
         "visualizers.visualize_design_dialogue_histories:DesignViewerOptions",
-    "sweet_rl/cli/mini_best_of_n.py": "sweet_rl.cli.mini_best_of_n:MiniBestOfNOptions",
-    "sweet_rl/cli/mini_copy_check.py": "sweet_rl.cli.mini_copy_check:CopyCheckOptions",
-    "sweet_rl/cli/mini_critic_check.py": "sweet_rl.cli.mini_critic_check:CriticCheckOptions",
-    "sweet_rl/cli/mini_table.py": "sweet_rl.cli.mini_table:TableOptions",
-    "sweet_rl/cli/mini_warm_start.py": "sweet_rl.cli.mini_warm_start:WarmStartOptions",
+    "sweet_rl/recipes/mini/best_of_n.py": "sweet_rl.recipes.mini.best_of_n:MiniBestOfNOptions",
+    "sweet_rl/recipes/mini/copy_check.py": "sweet_rl.recipes.mini.copy_check:CopyCheckOptions",
+    "sweet_rl/recipes/mini/critic_check.py":
+        "sweet_rl.recipes.mini.critic_check:CriticCheckOptions",
+    "sweet_rl/recipes/mini/table.py": "sweet_rl.recipes.mini.table:TableOptions",
+    "sweet_rl/recipes/mini/warm_start.py": "sweet_rl.recipes.mini.warm_start:WarmStartOptions",
     "sweet_rl/cli/offline_demo.py": "sweet_rl.cli.offline_demo:OfflineDemoOptions",
 }
 
@@ -52,8 +53,11 @@ def options_of(command):
 def test_every_command_is_covered():
     scripts = {f"scripts/{p.name}" for p in (REPO_ROOT / "scripts").glob("*.py")}
     scripts |= {f"visualizers/{p.name}" for p in (REPO_ROOT / "visualizers").glob("visualize_*.py")}
-    scripts |= {f"sweet_rl/cli/{p.name}" for p in (REPO_ROOT / "sweet_rl" / "cli").glob("*.py")
-                if p.name != "main.py" and "__main__" in p.read_text()}
+    for room in ("cli", "recipes/mini"):  # the python -m helpers: the demo's, the miniature's
+        folder = REPO_ROOT / "sweet_rl" / room
+        scripts |= {f"sweet_rl/{room}/{p.name}" for p in folder.glob("*.py")
+                    if p.name not in ("main.py", "commands.py", "__main__.py")
+                    and "__main__" in p.read_text()}
     assert scripts == set(COMMANDS)
 
 
@@ -152,11 +156,11 @@ FORMS = [
      {"input_path": "run.jsonl", "output_path": None}),
     ("visualizers/visualize_dialogue_histories.py", ["--saved_path", "run.jsonl"],
      {"input_path": "run.jsonl"}),
-    ("sweet_rl/cli/mini_warm_start.py", ["out", "--tie_embeddings", "True", "--families",
-                                         "late_fee"],
+    ("sweet_rl/recipes/mini/warm_start.py", ["out", "--tie_embeddings", "True", "--families",
+                                             "late_fee"],
      {"output_dir": "out", "tie_embeddings": True, "families": ["late_fee"]}),
-    ("sweet_rl/cli/mini_best_of_n.py", ["--agent_model", "a", "--tasks", "t", "--output_dir",
-                                        "o", "--ns", "8"], {"ns": [8]}),
+    ("sweet_rl/recipes/mini/best_of_n.py", ["--agent_model", "a", "--tasks", "t",
+                                            "--output_dir", "o", "--ns", "8"], {"ns": [8]}),
 ]
 
 

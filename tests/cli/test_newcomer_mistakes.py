@@ -162,8 +162,8 @@ def test_a_hub_download_failure_names_the_file_and_the_repository(tmp_path):
 
 def test_sample_and_rank_overwrite_only_when_the_new_output_is_complete(tiny_model_dir,
                                                                         tmp_path):
-    from sweet_rl.data.mini_dialogues import build_mini_trajectories
-    from sweet_rl.data.mini_tasks import generate_tasks
+    from sweet_rl.recipes.mini.dialogues import build_mini_trajectories
+    from sweet_rl.recipes.mini.tasks import generate_tasks
     from sweet_rl.models.hf_generation import load_tokenizer
     from sweet_rl.io import write_jsonl
     from sweet_rl.stages.rank import RankOptions, rank

@@ -69,7 +69,7 @@ def test_each_dialogue_is_judged_with_its_own_tasks_reference(tiny_model_dir):
     # two tasks of one family: the same request, different hidden details; the critic must
     # read each dialogue's own reference (the dialogue's row decides it, not its request)
     from sweet_rl.agents.critic_pick import CriticPickAgent
-    from sweet_rl.data.mini_tasks import generate_tasks
+    from sweet_rl.recipes.mini.tasks import generate_tasks
     from sweet_rl.environments import make_env
     from sweet_rl.rollouts.lockstep import run_dialogues
     from sweet_rl.simulators.scripted_simulator import ScriptedSimulator

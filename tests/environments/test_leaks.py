@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sweet_rl.data.mini_tasks import generate_tasks
+from sweet_rl.recipes.mini.tasks import generate_tasks
 from sweet_rl.environments import BackendEnv, DesignEnv, make_env
 from sweet_rl.environments.base import CollaborationEnv
 from sweet_rl.environments.leaks import (LEAK_RUN, RESAMPLE_REMINDER, code_tokens, format_leak_rate,
@@ -15,7 +15,7 @@ from sweet_rl.records import Task, Trajectory
 from sweet_rl.simulators.scripted_simulator import hidden_details
 from sweet_rl.types import SimulatorReply
 
-# A reference in the miniature ColBench's layout (sweet_rl.data.mini_tasks), written out so
+# A reference in the miniature ColBench's layout (sweet_rl.recipes.mini.tasks), written out so
 # that the expected values below do not move with the generator.
 REFERENCE = """def late_fee(days_late):
     # The fee runs 4 per day, and this sentence is long enough to be a run of its own.

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from sweet_rl.data.mini_tasks import generate_tasks
+from sweet_rl.recipes.mini.tasks import generate_tasks
 from sweet_rl.environments import make_env
 from sweet_rl.io import read_jsonl, write_jsonl
 from sweet_rl.prompts import load_prompt

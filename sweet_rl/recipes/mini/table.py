@@ -1,13 +1,13 @@
 """Stage: the miniature reproduction's table (paper Table 2 shape) from its evaluation files.
 
-    python -m sweet_rl.cli.mini_table outputs/mini_repro
+    sweet-rl mini table outputs/mini_repro
 
 Reads ``OUT/seed*/eval_<method>.jsonl`` (graded by ``evaluate_code.py``: each row's
 ``reward`` is its share of tests passed) and prints, per method, the mean over seeds of
 *tests passed* (mean reward, %) and *success* (share of dialogues with every test passed, %),
 each with its spread (sample standard deviation over seeds; the per-seed values in
 ``table.json``), then any critic Best-of-N curve (``seed*/best_of_n.json``, from
-:mod:`sweet_rl.cli.mini_best_of_n`). Writes ``OUT/table.md`` and ``OUT/table.json``.
+:mod:`sweet_rl.recipes.mini.best_of_n`). Writes ``OUT/table.md`` and ``OUT/table.json``.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def table(opts: TableOptions) -> str:
         raise ValueError(f"{opts.output_dir}: no seed*/eval_*.jsonl files")
     text = render(found, opts.seconds)
     for path in sorted(glob.glob(os.path.join(opts.output_dir, "seed*", "best_of_n.json"))):
-        from sweet_rl.cli.mini_best_of_n import render as render_curve
+        from sweet_rl.recipes.mini.best_of_n import render as render_curve
 
         with open(path) as handle:
             curve = json.load(handle)

@@ -3,7 +3,7 @@ its style drawn from a mix.
 
 The warm start is behaviour cloning of a *mixed* population, not of the best agent: each
 train task gets one dialogue, ``asker``, ``guesser`` or ``waster``
-(:mod:`sweet_rl.data.mini_dialogues`), in the proportions of ``mix``. A model fine-tuned on
+(:mod:`sweet_rl.recipes.mini.dialogues`), in the proportions of ``mix``. A model fine-tuned on
 all of them (the SFT stage with ``--min_reward 0``) learns the protocol from every row but
 only sometimes plays the asker, so zero-shot it succeeds sometimes, not always: the room that
 SWEET-RL must then improve in. Cloning only the successful rows (the SFT stage's default,
@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from typing import Dict, List, Mapping, Optional
 
-from sweet_rl.data.mini_dialogues import STYLES, build_mini_trajectories
+from sweet_rl.recipes.mini.dialogues import STYLES, build_mini_trajectories
 from sweet_rl.records import Task
 
 # The share of askers is meant to set how often the warm agent succeeds zero-shot; the runs

@@ -4,8 +4,8 @@ exactly those, in the reference's comment-then-constant layout; seeded; SFT-read
 import random
 import re
 
-from sweet_rl.data.mini_drills import MAX_TOLD, MIN_TOLD, REQUEST, build_drills, drill
-from sweet_rl.data.mini_tasks import FAMILIES, generate_tasks
+from sweet_rl.recipes.mini.drills import MAX_TOLD, MIN_TOLD, REQUEST, build_drills, drill
+from sweet_rl.recipes.mini.tasks import FAMILIES, generate_tasks
 from sweet_rl.io import write_jsonl
 from sweet_rl.simulators.scripted_simulator import hidden_details
 

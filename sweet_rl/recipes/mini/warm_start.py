@@ -1,17 +1,17 @@
 """Stage: the data of the miniature ColBench's warm start.
 
-    python -m sweet_rl.cli.mini_warm_start outputs/mini --num_train_tasks 240
+    sweet-rl mini warm_start outputs/mini --num_train_tasks 240
 
 Writes into ``output_dir``:
 
 * ``base/``: a fresh tiny Llama with the local tokenizer (:mod:`sweet_rl.models.tiny_model`), of
   the size asked for: the model the SFT stage then warm-starts;
 * ``train_tasks.jsonl``, ``test_tasks.jsonl``: generated tasks of the two splits
-  (:mod:`sweet_rl.data.mini_tasks`), the test ones held out;
+  (:mod:`sweet_rl.recipes.mini.tasks`), the test ones held out;
 * ``warm_start.jsonl``: one scripted dialogue per train task, styles in the proportions of
-  ``--mix`` (:mod:`sweet_rl.data.mini_warm_start`), unevaluated: ``evaluate_code.py`` grades
+  ``--mix`` (:mod:`sweet_rl.recipes.mini.styles`), unevaluated: ``evaluate_code.py`` grades
   it and ``train_sft.py`` trains on it;
-* ``drills.jsonl``: ``--num_drills`` recall drills (:mod:`sweet_rl.data.mini_drills`), reward
+* ``drills.jsonl``: ``--num_drills`` recall drills (:mod:`sweet_rl.recipes.mini.drills`), reward
   1.0, never graded: the SFT stage trains on them beside the dialogues.
 ``scripts/build_mini_agent.sh`` runs the whole recipe.
 """
@@ -54,8 +54,8 @@ class WarmStartOptions(Options):
         "later stage of the miniature passes as ``--agent_prompt_path``.", "auto")
 
     def check(self) -> None:
-        from sweet_rl.data.mini_tasks import select_families
-        from sweet_rl.data.mini_warm_start import parse_mix
+        from sweet_rl.recipes.mini.tasks import select_families
+        from sweet_rl.recipes.mini.styles import parse_mix
 
         parse_mix(self.mix)
         if self.families is not None:
@@ -64,15 +64,16 @@ class WarmStartOptions(Options):
 
 def warm_start(opts: WarmStartOptions) -> None:
     """The base model, the two task splits, the warm-start dialogues and the drills."""
-    from sweet_rl.data.mini_drills import build_drills
-    from sweet_rl.data.mini_tasks import corpus, generate_tasks
-    from sweet_rl.data.mini_warm_start import build_warm_start_trajectories, parse_mix
+    from sweet_rl.recipes.mini.drills import build_drills
+    from sweet_rl.recipes.mini.tasks import corpus, generate_tasks
+    from sweet_rl.recipes.mini.styles import build_warm_start_trajectories, parse_mix
     from sweet_rl.models.hf_generation import load_tokenizer
     from sweet_rl.io import write_jsonl, write_sidecar
-    from sweet_rl.prompts import MINI_AGENT_PROMPT, load_prompt
+    from sweet_rl.prompts import load_prompt
+    from sweet_rl.recipes.mini import AGENT_PROMPT
     from sweet_rl.models.tiny_model import build_tiny_model
 
-    agent_prompt = load_prompt(MINI_AGENT_PROMPT if opts.agent_prompt_path == "mini"
+    agent_prompt = load_prompt(AGENT_PROMPT if opts.agent_prompt_path == "mini"
                                else opts.agent_prompt_path, "agent")
     # its tokenizer also learns the miniature's words: about half the tokens per dialogue
     base = build_tiny_model(os.path.join(opts.output_dir, "base"), seed=opts.seed,

@@ -1,6 +1,6 @@
 """Stage: a critic's Best-of-N curve on held-out tasks (paper Figure 3a), with the scripted human.
 
-    python -m sweet_rl.cli.mini_best_of_n --agent_model outputs/mini_repro/warm/agent \\
+    sweet-rl mini best_of_n --agent_model outputs/mini_repro/warm/agent \\
         --tasks outputs/mini_repro/warm/test_tasks.jsonl --output_dir outputs/mini_repro/seed0 \\
         --critic outputs/mini_repro/seed0/critic_sweet \\
         --critic_no_gt outputs/mini_repro/seed0/critic_sweet_no_gt

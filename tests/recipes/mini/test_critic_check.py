@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from sweet_rl.cli import mini_critic_check as check
-from sweet_rl.cli.mini_critic_check import CriticCheckOptions, critic_check
+from sweet_rl.recipes.mini import critic_check as check
+from sweet_rl.recipes.mini.critic_check import CriticCheckOptions, critic_check
 
 REFERENCE = """def late_fee(days_late):
     # The fee runs 2 per day.

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sweet_rl.cli.mini_table import TableOptions, collect, render, table
+from sweet_rl.recipes.mini.table import TableOptions, collect, render, table
 
 
 def _write(path, rewards):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 from typing import List, Optional, Sequence
 
-from sweet_rl.data.mini_tasks import select_families
+from sweet_rl.recipes.mini.tasks import select_families
 
 REQUEST = "Write each of these as a Python constant, under a comment that says it:"
 MIN_TOLD, MAX_TOLD = 4, 9  # 9: the distinct constant names of all families

@@ -1,7 +1,7 @@
 """Stage (diagnostic): how well a critic's ranking of per-turn candidates agrees with an oracle,
-on the miniature ColBench (sweet_rl/data/mini_tasks.py) where the best action is known.
+on the miniature ColBench (sweet_rl/recipes/mini/tasks.py) where the best action is known.
 
-    python -m sweet_rl.cli.mini_critic_check outputs/mini_repro/seed0/ranked_sweet.jsonl
+    sweet-rl mini critic_check outputs/mini_repro/seed0/ranked_sweet.jsonl
 
 Reads ranked step records (``rank_best_of_n`` output: ``messages``, ``ground_truth``,
 ``additional_outputs``, ``judge_result``) and gives every candidate an oracle value from the

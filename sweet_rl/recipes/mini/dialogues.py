@@ -22,7 +22,7 @@ from __future__ import annotations
 import zlib
 from typing import List, Optional, Sequence
 
-from sweet_rl.data.mini_tasks import FAMILY_BY_NAME, guess_values
+from sweet_rl.recipes.mini.tasks import FAMILY_BY_NAME, guess_values
 from sweet_rl.data.offline_demo import code_answer
 from sweet_rl.records import Task
 

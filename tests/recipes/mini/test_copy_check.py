@@ -1,4 +1,4 @@
-"""The warm-start copy check (sweet_rl/cli/mini_copy_check.py) and build_mini_agent.sh's
+"""The warm-start copy check (sweet_rl/recipes/mini/copy_check.py) and build_mini_agent.sh's
 trainings until it passes."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from sweet_rl.cli.mini_copy_check import CopyCheckOptions, copied, copy_check
-from sweet_rl.data.mini_tasks import generate_tasks
+from sweet_rl.recipes.mini.copy_check import CopyCheckOptions, copied, copy_check
+from sweet_rl.recipes.mini.tasks import generate_tasks
 from sweet_rl.io import write_jsonl
 
 REFERENCE = generate_tasks(1, 0, "train")[0].ground_truth
@@ -70,7 +70,7 @@ def test_the_build_trains_again_until_the_agent_copies(tmp_path, repo_root):
 
 @pytest.mark.slow
 def test_a_bar_that_is_met_keeps_the_first_training(tmp_path, repo_root):
-    result = _build(tmp_path, repo_root, "0.0", "3")
+    result = _build(tmp_path, repo_root, "-1", "3")  # every share meets it (0: no check)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("mini_copy_check:") == 1 and "training again" not in result.stdout
     assert json.loads((tmp_path / "mini" / "copy_check.json").read_text())["checked"] == 4

@@ -1,9 +1,9 @@
 """The miniature ColBench: seeded tasks, disjoint splits, tests that tell every hidden detail
 apart, and the scripted dialogues of mixed quality (pure logic, plus one small grading run)."""
 
-from sweet_rl.data.mini_dialogues import (IRRELEVANT_QUESTIONS, STYLES, agent_turns,
+from sweet_rl.recipes.mini.dialogues import (IRRELEVANT_QUESTIONS, STYLES, agent_turns,
                                           wasted_question)
-from sweet_rl.data.mini_tasks import (FAMILIES, FAMILY_BY_NAME, KEYWORDS, MIN_FAILS, _function,
+from sweet_rl.recipes.mini.tasks import (FAMILIES, FAMILY_BY_NAME, KEYWORDS, MIN_FAILS, _function,
                                       generate_tasks, one_wrong_variants, split_pool, task_key)
 from sweet_rl.environments.protocol import answer_text, parse_agent_output
 from sweet_rl.grading.code_extraction import extract_code
@@ -144,7 +144,7 @@ def test_more_tasks_than_the_pool_holds_redraws_without_failing():
 def test_a_family_subset_keeps_its_split_and_refuses_unknown_names():
     import pytest
 
-    from sweet_rl.data.mini_tasks import corpus, select_families
+    from sweet_rl.recipes.mini.tasks import corpus, select_families
 
     for split in ("train", "test"):
         whole = [(f.name, v) for f, v in split_pool(split) if f.name == "late_fee"]

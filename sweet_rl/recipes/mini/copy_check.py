@@ -1,19 +1,19 @@
 """Stage (warm-start check): does a miniature agent write back the details it was told?
 
-    python -m sweet_rl.cli.mini_copy_check outputs/mini/agent outputs/mini/train_tasks.jsonl
+    sweet-rl mini copy_check outputs/mini/agent outputs/mini/train_tasks.jsonl
 
 The skill every success on the miniature ColBench needs is a copy: after asking, the agent
 writes each told sentence as a comment and its value as a constant. A tiny agent learns it in
 a sudden jump somewhere past a thousand SFT updates, and whether the jump has happened by the
 end of a fixed budget depends on the seed and on the machine's floating-point kernels (the
 same recipe gave 48.5% and 3.0% held-out success with seeds 1 and 2 of one machine;
-docs/mini_warm_start.md). ``build_mini_agent.sh`` asks this check whether it has, and trains
-again with the next seed when it has not.
+docs/mini_warm_start.md). The warm agent's build (:mod:`sweet_rl.recipes.mini.build_agent`)
+asks this check whether it has, and trains again with the next seed when it has not.
 
 The check plays the scripted asker's dialogue (every hidden detail asked and told) on
 ``num_tasks`` tasks of the given file, lets the agent write the final answer greedily from
 that dialogue, and counts an answer whose code is the reference's, comments and blank lines
-aside (as the miniature's oracle does: :func:`sweet_rl.cli.mini_critic_check.code_lines`).
+aside (as the miniature's oracle does: :func:`sweet_rl.recipes.mini.critic_check.code_lines`).
 Give it *train* tasks: the held-out tasks stay unseen by every choice made before evaluation.
 It prints one line and writes ``{"copied", "checked", "share"}`` to ``--output_path``.
 """
@@ -50,7 +50,7 @@ class CopyCheckOptions(Options):
 
 def copied(answer: str, reference: str) -> bool:
     """Whether an answer's code is the reference's (comments and blank lines aside)."""
-    from sweet_rl.cli.mini_critic_check import code_lines
+    from sweet_rl.recipes.mini.critic_check import code_lines
 
     lines = code_lines(answer)
     return lines is not None and lines == code_lines(reference)
@@ -60,7 +60,7 @@ def copy_check(opts: CopyCheckOptions) -> dict:
     """Play the asker dialogues, let the agent answer greedily, count the copies."""
     import json
 
-    from sweet_rl.data.mini_dialogues import build_mini_trajectories
+    from sweet_rl.recipes.mini.dialogues import build_mini_trajectories
     from sweet_rl.models.hf_generation import HFGenerator
     from sweet_rl.io import read_jsonl, write_sidecar
     from sweet_rl.prompts import load_prompt

@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from sweet_rl.data.mini_warm_start import assign_styles, parse_mix
+from sweet_rl.recipes.mini.styles import assign_styles, parse_mix
 from sweet_rl.environments.protocol import ANSWER_MARKER
 from sweet_rl.io import read_jsonl
 from sweet_rl.records import Trajectory
@@ -35,8 +35,8 @@ def test_a_bad_mix_is_refused():
 
 
 def test_warm_start_data_has_each_style_with_the_graders_view(tiny_model_dir):
-    from sweet_rl.data.mini_tasks import generate_tasks
-    from sweet_rl.data.mini_warm_start import build_warm_start_trajectories
+    from sweet_rl.recipes.mini.tasks import generate_tasks
+    from sweet_rl.recipes.mini.styles import build_warm_start_trajectories
     from sweet_rl.models.hf_generation import load_tokenizer
 
     tasks = generate_tasks(6, seed=3)
@@ -51,14 +51,14 @@ def test_warm_start_data_has_each_style_with_the_graders_view(tiny_model_dir):
 
 
 def test_the_warm_start_stage_restricts_families_and_keeps_its_agent_prompt(tmp_path):
-    from sweet_rl.cli.mini_warm_start import WarmStartOptions, warm_start
-    from sweet_rl.prompts import MINI_AGENT_PROMPT
+    from sweet_rl.recipes.mini.warm_start import WarmStartOptions, warm_start
+    from sweet_rl.recipes.mini import AGENT_PROMPT
 
     out = tmp_path / "quick"
     warm_start(WarmStartOptions(output_dir=str(out), num_train_tasks=6, num_test_tasks=3,
                                 hidden_size=32, num_drills=2, families=["late_fee"],
                                 agent_prompt_path="mini"))
-    short = open(MINI_AGENT_PROMPT, encoding="utf-8").read()
+    short = open(AGENT_PROMPT, encoding="utf-8").read()
     assert (out / "agent_prompt.txt").read_text(encoding="utf-8") == short
     for name in ("train_tasks.jsonl", "test_tasks.jsonl"):
         assert {row["mini_family"] for row in read_jsonl(str(out / name))} == {"late_fee"}

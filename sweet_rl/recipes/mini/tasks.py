@@ -58,7 +58,7 @@ seed draws them. ``generate_tasks(n, seed, split)`` draws from one pool and is d
 
 Tasks are ordinary ColBench backend rows (``problem_description``, ``ground_truth``,
 ``test_cases``) plus two pass-through keys no model sees, ``mini_family`` and ``mini_details``
-(the hidden values), which the scripted dialogues (:mod:`sweet_rl.data.mini_dialogues`) and
+(the hidden values), which the scripted dialogues (:mod:`sweet_rl.recipes.mini.dialogues`) and
 the tests read. Write them with :func:`sweet_rl.io.write_jsonl` and pass the file to
 ``simulate_interactions.py --input_path FILE --env_model scripted``.
 """
@@ -295,7 +295,7 @@ def corpus(families: Optional[Sequence[str]] = None) -> Iterator[str]:
     """Every text the miniature's dialogues (of ``families``; all by default) are made of
     (requests, references of every hidden value, questions, replies), for the tokenizer of its
     tiny model to learn: :func:`sweet_rl.models.tiny_model.build_tokenizer` ``extra_text``."""
-    from sweet_rl.data.mini_dialogues import IRRELEVANT_QUESTIONS, question
+    from sweet_rl.recipes.mini.dialogues import IRRELEVANT_QUESTIONS, question
     from sweet_rl.simulators.scripted_simulator import UNHELPFUL_REPLY
 
     for family in select_families(families):

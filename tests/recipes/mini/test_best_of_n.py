@@ -5,9 +5,9 @@ import json
 import pytest
 
 from sweet_rl.agents.critic_pick import CriticPickAgent
-from sweet_rl.cli.mini_best_of_n import MiniBestOfNOptions, best_of_n_curve
+from sweet_rl.recipes.mini.best_of_n import MiniBestOfNOptions, best_of_n_curve
 from sweet_rl.flags import parse_command_line
-from sweet_rl.data.mini_tasks import generate_tasks
+from sweet_rl.recipes.mini.tasks import generate_tasks
 from sweet_rl.io import read_jsonl, write_jsonl
 
 

@@ -1,0 +1,130 @@
+"""Running a recipe's independent stages side by side.
+
+The miniature's model is so small that one stage cannot keep two cores busy: most of its time
+is Python overhead and small matrix products, and every stage command first spends about 5 s
+importing torch and transformers. So instead of one stage at a time with every core, a recipe
+starts the steps that do not need each other's files at once (:meth:`Scheduler.start`, a
+thread each), and each stage command (:meth:`Scheduler.stage`, a ``sweet-rl <stage>``
+subprocess) waits for one of ``jobs`` slots, with ``threads`` torch threads.
+
+Results depend on ``threads`` (float sums are split differently), never on ``jobs`` or on the
+order in which stages happen to run: every stage is seeded and reads only the files it names.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, Callable, List, Optional, Sequence
+
+import sweet_rl
+
+
+class StepFailed(RuntimeError):
+    """A stage command exited non-zero, or a step started in the background failed."""
+
+
+class Step:
+    """A step running in the background: its name, its log, and how it ended."""
+
+    def __init__(self, name: str, log: str) -> None:
+        self.name, self.log = name, log
+        self.error: Optional[BaseException] = None
+        self.thread: Optional[threading.Thread] = None
+
+
+class Scheduler:
+    """At most ``jobs`` stage commands at once, each with ``threads`` torch threads; every
+    background step's output in ``logs/<name>.log``; ``device`` (cpu, cuda or empty) for every
+    stage."""
+
+    def __init__(self, jobs: int, threads: int, logs: str, python: str = sys.executable,
+                 device: str = "") -> None:
+        self.python, self.logs = python, logs
+        self.slots = threading.BoundedSemaphore(jobs)
+        self.local = threading.local()  # the open log of the step this thread runs
+        self.lock = threading.Lock()
+        count = str(threads)
+        self.env = dict(os.environ, OMP_NUM_THREADS=count, MKL_NUM_THREADS=count,
+                        OPENBLAS_NUM_THREADS=count,
+                        TOKENIZERS_PARALLELISM="false")  # the Rust tokenizer's threads compete
+        # every stage imports the very package the recipe runs from
+        root = os.path.dirname(os.path.dirname(os.path.abspath(sweet_rl.__file__)))
+        self.env["PYTHONPATH"] = os.pathsep.join(
+            [root] + [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        self.device_flag: List[str] = ["--device", device] if device else []
+        if device == "cpu":  # the trainings have no --device: they take a visible GPU
+            self.env["CUDA_VISIBLE_DEVICES"] = ""
+        os.makedirs(logs, exist_ok=True)
+
+    def say(self, text: str) -> None:
+        """A line of the current step's log (the recipe's output outside any step)."""
+        handle = getattr(self.local, "log", None)
+        if handle is None:
+            with self.lock:
+                print(text, flush=True)
+        else:
+            handle.write(text + "\n")
+            handle.flush()
+
+    def announce(self, text: str) -> None:
+        """A line of the recipe's own output, whichever step says it."""
+        with self.lock:
+            print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+    def python_command(self, args: Sequence[str]) -> None:
+        """``python ARGS`` once a slot is free (held until it ends); output to the step's log."""
+        handle = getattr(self.local, "log", None)
+        with self.slots:
+            done = subprocess.run([self.python, *args], env=self.env, stdout=handle,
+                                  stderr=subprocess.STDOUT if handle else None)
+        if done.returncode:
+            raise StepFailed(f"{' '.join(args[:4])} ... exited with {done.returncode}")
+
+    def stage(self, name: str, *args: str) -> None:
+        """The stage ``sweet-rl NAME ARGS``."""
+        self.python_command(["-m", "sweet_rl.cli.main", name, *args])
+
+    def mini(self, name: str, *args: str) -> None:
+        """The miniature's command ``sweet-rl mini NAME ARGS``."""
+        self.python_command(["-m", "sweet_rl.recipes.mini", name, *args])
+
+    def start(self, name: str, function: Callable[..., Any], *args: Any) -> Step:
+        """``function(*args)`` in the background, its output in ``logs/NAME.log``."""
+        step = Step(name, os.path.join(self.logs, f"{name}.log"))
+        self.announce(f"start {name} (log: {step.log})")
+
+        def run() -> None:
+            with open(step.log, "w", buffering=1) as handle:
+                self.local.log = handle
+                try:
+                    function(*args)
+                except BaseException as err:  # noqa: BLE001 - finish reports it
+                    step.error = err
+                    handle.write(f"error: {err}\n")
+
+        step.thread = threading.Thread(target=run, name=name, daemon=True)
+        step.thread.start()
+        return step
+
+    def finish(self, *steps: Step) -> None:
+        """Wait for every one of ``steps``; then, if any failed, name each and show the end
+        of its log, and raise."""
+        failed = []
+        for step in steps:
+            assert step.thread is not None
+            step.thread.join()
+            if step.error is None:
+                self.announce(f"done  {step.name}")
+            else:
+                failed.append(step)
+        for step in failed:
+            with open(step.log, errors="replace") as handle:
+                tail = handle.readlines()[-20:]
+            print(f"---- {step.name} failed; the end of {step.log}:", file=sys.stderr)
+            sys.stderr.write("".join(tail))
+        if failed:
+            raise StepFailed(f"failed: {', '.join(step.name for step in failed)}")

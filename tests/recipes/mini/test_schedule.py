@@ -1,0 +1,127 @@
+"""The miniature recipes' scheduler and settings: at most ``jobs`` stage commands at once, each
+with ``threads`` torch threads; a failure in any background step fails the recipe, naming the
+step and showing its log; every knob read from its environment variable or its flag, and bad
+ones refused before any work."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from sweet_rl.recipes.mini.schedule import Scheduler, StepFailed
+from sweet_rl.recipes.mini.settings import (QUICK, BuildSettings, RunSettings,
+                                            from_environment)
+from tests.conftest import REPO_ROOT
+
+# a stage stand-in: notes when it starts and ends (monotonic clock), sleeping in between
+STAGE = ("import os, sys, time; out = sys.argv[1]; open(out, 'w').write(str(time.monotonic()) "
+         "+ ' '); time.sleep(0.6); open(out, 'a').write(str(time.monotonic()) + ' ' "
+         "+ os.environ['OMP_NUM_THREADS'])")
+
+
+def _most_at_once(spans):
+    return max(sum(1 for s, e, _ in spans if s <= t < e) for t, _, _ in spans)
+
+
+def _run_stages(tmp_path, capsys, count, jobs, threads=1):
+    """``count`` stand-in stages started at once; their (start, end, threads) and the output."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    run = Scheduler(jobs, threads, str(tmp_path / "logs"))
+    steps = [run.start(f"s{i}", run.python_command, ["-c", STAGE, str(marks / str(i))])
+             for i in range(count)]
+    run.finish(*steps)
+    spans = []
+    for i in range(count):
+        start, end, used = (marks / str(i)).read_text().split()
+        spans.append((float(start), float(end), used))
+    return spans, capsys.readouterr().out
+
+
+def test_at_most_jobs_stages_run_at_once_each_with_its_threads(tmp_path, capsys):
+    spans, out = _run_stages(tmp_path, capsys, 6, jobs=2, threads=3)
+    assert _most_at_once(spans) == 2  # six stages, two slots: never three, and the slots used
+    assert {used for _, _, used in spans} == {"3"}
+    for i in range(6):
+        assert f"start s{i} (log: {tmp_path}/logs/s{i}.log)" in out
+        assert f"done  s{i}" in out
+
+
+def test_one_job_runs_the_stages_one_after_another(tmp_path, capsys):
+    spans, _ = _run_stages(tmp_path, capsys, 2, jobs=1)
+    assert _most_at_once(spans) == 1
+
+
+def test_a_failed_step_fails_the_recipe_after_the_others_end_and_shows_its_log(tmp_path,
+                                                                                capfd):
+    run = Scheduler(1, 1, str(tmp_path / "logs"))
+
+    def bad():
+        run.say("about to fail")
+        run.python_command(["-c", "import sys; sys.exit('the stage broke')"])
+        run.say("never reached")
+
+    good = run.start("good", run.python_command, ["-c", "print('fine')"])
+    broken = run.start("broken", bad)
+    with pytest.raises(StepFailed, match="failed: broken"):
+        run.finish(good, broken)
+    captured = capfd.readouterr()
+    assert "done  good" in captured.out and "done  broken" not in captured.out
+    assert "---- broken failed; the end of" in captured.err
+    assert "the stage broke" in captured.err and "about to fail" in captured.err
+    assert "never reached" not in captured.err
+    assert (tmp_path / "logs" / "good.log").read_text() == "fine\n"
+    # the slot of the failed stage was given back: a later stage still runs with one slot
+    run.python_command(["-c", "print(7)"])
+    assert capfd.readouterr().out == "7\n"
+
+
+def test_knobs_come_from_the_environment_and_flags_win():
+    s = from_environment(RunSettings, ["--num_samples", "4"],
+                         {"SEEDS": "0 1", "METHODS": "sweet sweet_sum", "BON_NS": "",
+                          "NUM_SAMPLES": "2", "DEVICE": "", "WARM": "", "UNRELATED": "x"})
+    assert s.seeds == [0, 1] and s.methods == ["sweet", "sweet_sum"] and s.bon_ns == []
+    assert s.num_samples == 4 and s.device == "" and s.warm is None
+    assert RunSettings().bon_ns == [1, 2, 4, 8, 16] and RunSettings().critic_lr == 1e-3
+    quick = from_environment(RunSettings, [], {"TEST_TASKS": "5"}, QUICK)
+    assert quick.families == ["late_fee"] and quick.agent_lr == 3e-5 and quick.test_tasks == 5
+    assert quick.bon_critics == [] and quick.out == "outputs/mini_quick"
+    build = from_environment(BuildSettings, [], {"MEASURE": "0", "COPY_MIN": "0"})
+    assert build.measure is False and build.copy_min == 0
+
+
+@pytest.mark.parametrize("env,message", [
+    ({"JOBS": "0"}, "--jobs (JOBS) must be a positive number, got 0"),
+    ({"JOBS": "two"}, "JOBS: --jobs must be an integer, got 'two'"),
+    ({"THREADS": "-1"}, "--threads (THREADS) must be a positive number, got -1"),
+    ({"METHODS": "sweet swet"}, "unknown method 'swet' in --methods (METHODS)"),
+    ({"BON_CRITICS": "regresion"}, "unknown entry 'regresion' in --bon_critics"),
+    ({"DEVICE": "gpu"}, "--device (DEVICE) must be cpu or cuda"),
+])
+def test_bad_settings_are_refused(env, message):
+    with pytest.raises(ValueError) as err:
+        from_environment(RunSettings, [], env)
+    assert message in str(err.value)
+
+
+def test_the_device_sets_the_stages_flag_and_hides_the_gpus_from_the_trainings(tmp_path):
+    assert Scheduler(1, 1, str(tmp_path), device="").device_flag == []
+    cpu = Scheduler(1, 1, str(tmp_path), device="cpu")
+    assert cpu.device_flag == ["--device", "cpu"] and cpu.env["CUDA_VISIBLE_DEVICES"] == ""
+
+
+@pytest.mark.parametrize("script,env", [
+    ("run_mini_quick.sh", {"DEVICE": "gpu"}),
+    ("run_mini_reproduction.sh", {"METHODS": "sweet swet"}),
+    ("build_mini_agent.sh", {"JOBS": "0"}),
+])
+def test_the_recipes_refuse_bad_knobs_before_any_work(tmp_path, script, env):
+    out = tmp_path / "mini"
+    refused = subprocess.run(["bash", f"scripts/{script}"], capture_output=True, text=True,
+                             timeout=60, cwd=REPO_ROOT,
+                             env=dict(os.environ, OUT=str(out), PYTHON=sys.executable, **env))
+    assert refused.returncode == 2 and refused.stderr.startswith("error: "), refused.stderr
+    assert not out.exists() and not (tmp_path / "warm").exists()
