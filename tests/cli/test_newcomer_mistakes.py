@@ -126,6 +126,7 @@ def test_tests_that_need_the_real_colbench_files_skip_naming_them(tmp_path, repo
     assert "frontend_test.jsonl is missing" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_stage_shows_its_bar_and_metrics_not_one_log_line_per_request(tiny_model_dir,
                                                                         tmp_path, repo_root):
     import subprocess

@@ -44,6 +44,7 @@ def test_pipelined_rows_equal_lockstep_rows(tiny_model_dir, tmp_path):
     assert '"rollout": "pipelined"' in sidecar and '"simulator_concurrency": 4' in sidecar
 
 
+@pytest.mark.slow
 def test_a_killed_pipelined_run_resumes_with_every_row_exactly_once(tiny_model_dir, tmp_path,
                                                                      repo_root):
     out = tmp_path / "traj.jsonl"
