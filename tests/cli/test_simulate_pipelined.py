@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from sweet_rl.stages.simulate import simulate
 from sweet_rl.stages.simulate_options import SimulateOptions
 from sweet_rl.io import read_jsonl
