@@ -109,8 +109,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         _print(render_help(RunSettings, "sweet-rl mini credit") + "\n\nEvery flag is also "
                "an environment variable of its name in capitals; the control side starts "
                "from QUICK, the followup side from FOLLOWUP (sweet_rl/recipes/mini/credit.py)"
-               "; CONTROL_OFFLINE_FROM and FOLLOWUP_OFFLINE_FROM give each side its offline "
-               "data.")
+               f", both with match_steps; OUT (default: {DEFAULT_OUT}) holds control/ and "
+               "followup/; CONTROL_OFFLINE_FROM and FOLLOWUP_OFFLINE_FROM give each side its "
+               "offline data.")
         return
     except (ValueError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
