@@ -45,6 +45,34 @@ def test_bad_settings_are_refused_before_any_work(tmp_path, repo_root):
     assert not (tmp_path / "credit").exists()
 
 
+def test_both_sides_run_at_once_on_one_pool_and_both_tables_come_out(tmp_path, monkeypatch):
+    # the orchestration only: each side's reproduction is replaced by one that records the
+    # scheduler it was given and writes its table (the slow test below runs a real side)
+    import threading
+
+    from sweet_rl.recipes.mini import credit as recipe
+    from sweet_rl.recipes.mini import reproduction
+
+    seen, both_started = {}, threading.Barrier(2, timeout=30)
+
+    def fake_reproduce(s, run):
+        seen[s.family] = run
+        both_started.wait()  # each side waits for the other: they run at once
+        os.makedirs(s.out, exist_ok=True)
+        with open(os.path.join(s.out, "table.md"), "w") as handle:
+            handle.write(f"| {s.family} table |\n")
+
+    monkeypatch.setattr(reproduction, "reproduce", fake_reproduce)
+    out, sides = side_settings([], {"OUT": str(tmp_path), "JOBS": "3"})
+    text = recipe.credit(out, sides)
+    assert seen["basic"].slots is seen["followup"].slots  # one pool of JOBS slots
+    assert seen["basic"].logs == str(tmp_path / "control" / "logs")
+    assert text.startswith("## Control: the quick miniature (basic late_fee family)\n\n"
+                           "| basic table |\n\n## The followup family\n\n| followup table |")
+    assert re.search(r"\n\nboth: 0 min \d+ s\n$", text)
+    assert (tmp_path / "tables.md").read_text() == text
+
+
 @pytest.mark.slow  # the followup family's reduced run: every stage of three methods (minutes)
 def test_reduced_followup_run_sweeps_and_matches_steps(tmp_path, repo_root, tiny_model_dir):
     from sweet_rl.io import write_jsonl
