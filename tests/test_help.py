@@ -168,9 +168,10 @@ def test_rank_writes_the_same_file_either_way(tmp_path):
 
 RECIPES = ["run_sweet_backend", "run_sweet_frontend", "run_baselines_backend", "run_demo",
            "vllm_env"]
-# the miniature's scripts run its Python recipes (sweet-rl mini run / quick / build_agent)
+# the miniature's scripts run its Python recipes (sweet-rl mini run / quick / build_agent /
+# credit)
 MINI_RECIPES = {"run_mini_reproduction": "run", "run_mini_quick": "quick",
-                "build_mini_agent": "build_agent"}
+                "build_mini_agent": "build_agent", "run_mini_credit": "credit"}
 
 
 @pytest.mark.parametrize("recipe", RECIPES)

@@ -39,6 +39,9 @@ COMMANDS = {
     "sweet_rl/recipes/mini/copy_check.py": "sweet_rl.recipes.mini.copy_check:CopyCheckOptions",
     "sweet_rl/recipes/mini/critic_check.py":
         "sweet_rl.recipes.mini.critic_check:CriticCheckOptions",
+    "sweet_rl/recipes/mini/followup_check.py":
+        "sweet_rl.recipes.mini.followup_check:FollowupCheckOptions",
+    "sweet_rl/recipes/mini/subset.py": "sweet_rl.recipes.mini.subset:SubsetOptions",
     "sweet_rl/recipes/mini/table.py": "sweet_rl.recipes.mini.table:TableOptions",
     "sweet_rl/recipes/mini/warm_start.py": "sweet_rl.recipes.mini.warm_start:WarmStartOptions",
     "sweet_rl/cli/offline_demo.py": "sweet_rl.cli.offline_demo:OfflineDemoOptions",

@@ -2,7 +2,8 @@
 project's own stages (``sweet-rl mini build_agent``; docs/mini_warm_start.md).
 
 1. ``warm_start``: a fresh tiny Llama (local tokenizer), train and held-out test tasks, one
-   scripted dialogue per train task in a mix of styles (askers, guessers, wasters);
+   scripted dialogue per train task in a mix of styles (askers, guessers, wasters; the
+   followup family's own styles with ``family`` followup);
 2. ``evaluate_code``: the real grader writes each dialogue's reward;
 3. ``train_sft`` with ``--min_reward 0``: SFT on *every* dialogue, not only the successful
    ones, so the agent clones the mix and succeeds only when it happens to play the asker
@@ -74,9 +75,10 @@ def build_agent(s: BuildSettings, run: Scheduler) -> str:
     out = s.out
     os.makedirs(out, exist_ok=True)
     run.mini("warm_start", out, "--num_train_tasks", str(s.train_tasks), "--num_test_tasks",
-             str(s.test_tasks), "--mix", s.mix, "--seed", str(s.seed), "--hidden_size",
+             str(s.test_tasks), "--mix", s.shares(), "--seed", str(s.seed), "--hidden_size",
              str(s.hidden), "--num_layers", str(s.layers), "--tie_embeddings", str(s.tie),
              "--num_drills", str(s.drills), "--agent_prompt_path", s.agent_prompt,
+             "--family", s.family, "--num_valid_tasks", str(s.valid_tasks),
              *(["--families", ",".join(s.families)] if s.families else []))
     run.stage("evaluate_code", os.path.join(out, "warm_start.jsonl"), "--k", "1")
     # the graded dialogues and the recall drills (reward 1.0, never graded) are one SFT set
@@ -119,7 +121,8 @@ def build_agent(s: BuildSettings, run: Scheduler) -> str:
                   "--agent_prompt_path", os.path.join(out, "agent_prompt.txt"),
                   "--input_path", os.path.join(out, "test_tasks.jsonl"), "--num_tasks",
                   str(s.test_tasks), "--output_path", os.path.join(out, "test.jsonl"),
-                  "--overwrite", "--temperature", "1.0", "--max_new_tokens",
+                  "--overwrite", "--temperature", "1.0", "--max_steps", str(s.max_turns()),
+                  "--max_new_tokens",
                   str(s.max_new_tokens), "--batch_size", str(s.test_tasks), "--seed",
                   str(s.seed), *run.device_flag)
         run.stage("evaluate_code", os.path.join(out, "test.jsonl"), "--k", "1")

@@ -13,10 +13,14 @@ from typing import Dict, Optional, Sequence, Tuple
 COMMANDS: Dict[str, Tuple[str, str]] = {
     "run": ("reproduction", "the reproduction: every method over seeds, the table, Best-of-N"),
     "quick": ("quick", "the same on the quick miniature (one family, short prompt): minutes"),
+    "credit": ("credit", "both family sets side by side: the control and the followup family"),
     "build_agent": ("build_agent", "the warm-started agent the methods all start from"),
     "warm_start": ("warm_start", "the warm start's base model, tasks, dialogues and drills"),
     "copy_check": ("copy_check", "whether an agent writes back the details it was told"),
     "critic_check": ("critic_check", "a critic's ranking against the miniature's oracle"),
+    "followup_check": ("followup_check", "the offline data's properties credit over turns "
+                       "needs"),
+    "subset": ("subset", "the first part of an offline set (the data-scaling sweep)"),
     "best_of_n": ("best_of_n", "a critic's Best-of-N curve on held-out tasks (Figure 3a)"),
     "table": ("table", "the table of a run's evaluations (Table 2's shape)"),
 }

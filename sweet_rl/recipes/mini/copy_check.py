@@ -10,7 +10,8 @@ same recipe gave 48.5% and 3.0% held-out success with seeds 1 and 2 of one machi
 docs/mini_warm_start.md). The warm agent's build (:mod:`sweet_rl.recipes.mini.build_agent`)
 asks this check whether it has, and trains again with the next seed when it has not.
 
-The check plays the scripted asker's dialogue (every hidden detail asked and told) on
+The check plays the scripted asker's dialogue (every hidden detail asked and told; on the
+followup family, :mod:`sweet_rl.recipes.mini.followup_tasks`, the thorough style's) on
 ``num_tasks`` tasks of the given file, lets the agent write the final answer greedily from
 that dialogue, and counts an answer whose code is the reference's, comments and blank lines
 aside (as the miniature's oracle does: :func:`sweet_rl.recipes.mini.critic_check.code_lines`).
@@ -60,17 +61,21 @@ def copy_check(opts: CopyCheckOptions) -> dict:
     """Play the asker dialogues, let the agent answer greedily, count the copies."""
     import json
 
-    from sweet_rl.recipes.mini.dialogues import build_mini_trajectories
     from sweet_rl.models.hf_generation import HFGenerator
     from sweet_rl.io import read_jsonl, write_sidecar
     from sweet_rl.prompts import load_prompt
     from sweet_rl.records import Task
+    from sweet_rl.recipes.mini.family_sets import FAMILY_SETS, build_dialogues
+    from sweet_rl.recipes.mini.followup_tasks import is_followup
 
     rows = read_jsonl(opts.tasks, Task.from_dict)[:opts.num_tasks]
     generator = HFGenerator(opts.agent_model, device=opts.device,
                             max_new_tokens=opts.max_new_tokens, temperature=0.0, batch_size=16)
-    played = build_mini_trajectories(generator.tokenizer, rows, ("asker",),
-                                     agent_prompt=load_prompt(opts.agent_prompt_path, "agent"))
+    # a file of followup tasks is checked on the followup family's dialogue that asks all
+    family = FAMILY_SETS["followup" if rows and all(map(is_followup, rows)) else "basic"]
+    played = build_dialogues(family.name)(
+        generator.tokenizer, rows, (family.told_style,),
+        agent_prompt=load_prompt(opts.agent_prompt_path, "agent"))
     # the asker's last turn is its answer: the agent writes it from the same input
     prompts = [trajectory.dialogue_history[-1].input for trajectory in played]
     answers = generator.generate(prompts)

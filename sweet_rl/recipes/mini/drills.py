@@ -23,7 +23,7 @@ loop with drills in half of every batch the held-out dialogues' value accuracy w
 from __future__ import annotations
 
 import random
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 from sweet_rl.recipes.mini.tasks import select_families
 
@@ -31,15 +31,24 @@ REQUEST = "Write each of these as a Python constant, under a comment that says i
 MIN_TOLD, MAX_TOLD = 4, 9  # 9: the distinct constant names of all families
 
 
-def drill(rng: random.Random, families: Optional[Sequence[str]] = None):
-    """(the user's message, the agent's message) of one drill, on the details of ``families``
-    (all by default)."""
-    # one detail per constant name: RATE and ROUNDING occur in two families, and a drill that
-    # told two rates or two roundings would ask for contradicting constants
-    by_name = {}
+def details_by_name(families: Optional[Sequence[str]] = None) -> Dict[str, List]:
+    """The details of ``families`` (all by default) under their constant names: a drill
+    tells at most one detail of each name."""
+    by_name: Dict[str, List] = {}
     for family in select_families(families):
         for detail in family.details:
             by_name.setdefault(detail.name, []).append(detail)
+    return by_name
+
+
+def drill(rng: random.Random, families: Optional[Sequence[str]] = None,
+          pools: Optional[Dict[str, List]] = None):
+    """(the user's message, the agent's message) of one drill, on the details of ``families``
+    (all by default), or on ``pools`` (constant name -> details, as :func:`details_by_name`
+    gives them) when given."""
+    # one detail per constant name: RATE and ROUNDING occur in two families, and a drill that
+    # told two rates or two roundings would ask for contradicting constants
+    by_name = details_by_name(families) if pools is None else pools
     details = [(d, rng.choice(d.options)) for d in (rng.choice(by_name[n]) for n in by_name)]
     rng.shuffle(details)
     # a single family has fewer names than MIN_TOLD: then every drill tells all of them
@@ -54,8 +63,10 @@ def drill(rng: random.Random, families: Optional[Sequence[str]] = None):
 
 
 def build_drills(tokenizer, n: int, seed: int = 0, agent_prompt: str = None,
-                 families: Optional[Sequence[str]] = None) -> List:
-    """``n`` drill rows (Trajectory) on the details of ``families`` (all by default), the
+                 families: Optional[Sequence[str]] = None,
+                 pools: Optional[Dict[str, List]] = None) -> List:
+    """``n`` drill rows (Trajectory) on the details of ``families`` (all by default) or of
+    ``pools`` (:func:`drill`), the
     agent's input chat-formatted with ``tokenizer`` after the same system message as the
     dialogues."""
     from sweet_rl.models.hf_generation import format_chat
@@ -66,7 +77,7 @@ def build_drills(tokenizer, n: int, seed: int = 0, agent_prompt: str = None,
     rng = random.Random(f"mini-drills:{seed}")
     rows = []
     for _ in range(int(n)):
-        message, output = drill(rng, families)
+        message, output = drill(rng, families, pools)
         chat = [{"role": "system", "content": system}, {"role": "user", "content": message}]
         rows.append(Trajectory(
             task=Task(problem_description=message, ground_truth=output, test_cases={},

@@ -13,6 +13,11 @@ agent W and the same offline data:
   sweet_no_gt     ablation: the critic without the reference (trained and ranking on input)
   sweet_sum       ablation: summed instead of per-token mean log-probs, critic and ranking
 
+``family`` picks the task family set (:mod:`sweet_rl.recipes.mini.family_sets`: the basic
+families or the followup family, with its turn limit); ``fractions`` adds the data-scaling
+sweep and ``match_steps`` matched gradient steps (:mod:`sweet_rl.recipes.mini.methods`).
+``sweet-rl mini credit`` runs both family sets side by side.
+
 Seeds run side by side, and within a seed every step starts as soon as its inputs exist
 (:mod:`sweet_rl.recipes.mini.schedule`); each step's output is in ``OUT/logs/<seed>.<step>.log``.
 ``sweet-rl mini quick`` is the same run on the quick miniature (:data:`settings.QUICK`).
@@ -23,6 +28,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 import time
 from typing import List, Optional, Sequence
 
@@ -30,6 +36,7 @@ from sweet_rl.recipes.mini.methods import Methods
 from sweet_rl.recipes.mini.schedule import Scheduler, Step, StepFailed
 from sweet_rl.recipes.mini.settings import (QUICK, BuildSettings, RunSettings,
                                             from_environment)
+from sweet_rl.recipes.mini.subset import tag
 
 
 def configs_folder() -> str:
@@ -68,17 +75,32 @@ def seed_run(m: Methods, seed: int) -> None:
               "--ground_truth_preference_path", critic_pairs)
 
     # everything below needs only the offline data (and the warm agent)
+    tags = {fraction: tag(fraction) for fraction in s.fractions}
+    for fraction, part in tags.items():  # the sweep's parts and their pairs
+        m.offline_part(seed, folder, fraction, part)
+    # with match_steps, the baselines wait for SWEET-RL's pairs on the same data (the whole
+    # set or a part) and train for as many updates as its agent does
+    ready = {part: threading.Event() for part in ["", *tags.values()]} if s.match_steps \
+        else {}
     if "rft" in s.methods:
-        waiting.append(run.start(f"seed{seed}.rft", m.rejection_fine_tuning, seed, folder))
+        waiting.append(run.start(f"seed{seed}.rft", m.rejection_fine_tuning, seed, folder,
+                                 ready.get("")))
     if "multiturn_dpo" in s.methods:
-        waiting.append(run.start(f"seed{seed}.multiturn_dpo", m.multiturn_dpo, seed, folder))
-    critics = {}
+        for part in ["", *tags.values()]:
+            waiting.append(run.start(f"seed{seed}.multiturn_dpo{'_' + part if part else ''}",
+                                     m.multiturn_dpo, seed, folder, part, ready.get(part)))
+    critics = {}  # (variant, part of the sweep or "") -> its critic's training
     for variant, pairs, extra in (("sweet", critic_pairs, ()),
                                   ("sweet_no_gt", trajectory_pairs, ()),
                                   ("sweet_sum", critic_pairs, ("--mean_log_prob", "False"))):
         if variant in s.methods:
-            critics[variant] = run.start(f"seed{seed}.critic_{variant}", m.train_critic,
-                                         variant, seed, folder, pairs, *extra)
+            critics[variant, ""] = run.start(f"seed{seed}.critic_{variant}", m.train_critic,
+                                             variant, seed, folder, pairs, *extra)
+    if "sweet" in s.methods:
+        for part in tags.values():
+            critics["sweet", part] = run.start(
+                f"seed{seed}.critic_sweet_{part}", m.train_critic, f"sweet_{part}", seed,
+                folder, os.path.join(folder, f"critic_pairs_{part}.jsonl"))
     curve = bool(s.bon_ns) and seed == s.seeds[0]
     extras = [run.start(f"seed{seed}.critic_{kind}", m.extra_critic, kind, seed, folder)
               for kind in (s.bon_critics if curve else []) if kind != "judge"]
@@ -86,9 +108,18 @@ def seed_run(m: Methods, seed: int) -> None:
     if critics:
         run.say(f"SWEET-RL and its ablations: {s.num_samples} candidates per turn")
         m.sample_candidates(seed, folder, s.sample_shards or s.slots())
-    for variant, critic in critics.items():
+        if s.family == "followup":  # the properties credit over turns needs: a diagnostic
+            run.mini("followup_check", "--offline", offline, "--k", str(s.k), "--sampled",
+                     os.path.join(folder, "sampled.jsonl"), "--output_path",
+                     os.path.join(folder, "properties.json"))
+        if "sweet" in s.methods:
+            for fraction, part in tags.items():
+                m.sampled_part(folder, fraction, part)
+    for (variant, part), critic in critics.items():
         run.finish(critic)
-        waiting.append(run.start(f"seed{seed}.{variant}", m.sweet_agent, variant, seed, folder))
+        name = variant + (f"_{part}" if part else "")
+        waiting.append(run.start(f"seed{seed}.{name}", m.sweet_agent, variant, seed, folder,
+                                 part, ready.get(part) if variant == "sweet" else None))
     if curve:
         run.say(f"the critics' Best-of-N curve (N = {','.join(map(str, s.bon_ns))})")
         if extras:
@@ -97,13 +128,14 @@ def seed_run(m: Methods, seed: int) -> None:
     run.finish(*waiting)
 
 
-def reproduce(s: RunSettings) -> None:
-    """The warm agent (built once, then reused), every seed side by side, then the table."""
+def reproduce(s: RunSettings, run: Optional[Scheduler] = None) -> None:
+    """The warm agent (built once, then reused), every seed side by side, then the table;
+    ``run``: a scheduler to run on (default: one of its own)."""
     started = time.time()
     configs = configs_folder()
     os.makedirs(s.out, exist_ok=True)
     logs = s.logs or os.path.join(s.out, "logs")
-    run = Scheduler(s.slots(), s.threads, logs, s.python, s.device)
+    run = run or Scheduler(s.slots(), s.threads, logs, s.python, s.device)
     warm = s.warm or os.path.join(s.out, "warm")
     if not os.path.isfile(os.path.join(warm, "agent", "config.json")):
         from sweet_rl.recipes.mini.build_agent import build_agent

@@ -42,9 +42,10 @@ class Scheduler:
     stage."""
 
     def __init__(self, jobs: int, threads: int, logs: str, python: str = sys.executable,
-                 device: str = "") -> None:
+                 device: str = "", slots: Optional[threading.BoundedSemaphore] = None) -> None:
         self.python, self.logs = python, logs
-        self.slots = threading.BoundedSemaphore(jobs)
+        # ``slots``: another scheduler's, so that two recipes side by side share one pool
+        self.slots = slots if slots is not None else threading.BoundedSemaphore(jobs)
         self.local = threading.local()  # the open log of the step this thread runs
         self.lock = threading.Lock()
         count = str(threads)

@@ -63,8 +63,13 @@ class WarmSettings(Options):
     """The warm-started agent: its data, its base model and its SFT."""
 
     train_tasks: int = flag("train tasks generated (one scripted dialogue each).", 245)
-    mix: str = flag("shares of the scripted styles in the SFT dialogues (name=share,...).",
-                    "asker=0.35,guesser=0.3,waster=0.35")
+    family: str = flag(
+        "the task family set: basic (the four families of tasks.py: the negative control) or "
+        "followup (followup_tasks.py: a detail only a follow-up question reveals).", "basic")
+    mix: Optional[str] = flag(
+        "shares of the scripted styles in the SFT dialogues (name=share,...; default: the "
+        "family's, FAMILY_SETS in family_sets.py).", None)
+    valid_tasks: int = flag("validation tasks written beside the others (followup only).", 0)
     hidden: int = flag("the base model's hidden size.", 128)
     layers: int = flag("the base model's number of layers.", 2)
     tie: bool = flag("tie the base model's input and output embeddings.", True)
@@ -84,7 +89,23 @@ class WarmSettings(Options):
         0.8)
 
     def check(self) -> None:
+        from sweet_rl.recipes.mini.family_sets import family_set
+        from sweet_rl.recipes.mini.styles import parse_mix
+
         _positive(self.tries, "tries")
+        parse_mix(self.shares(), family_set(self.family).styles)
+
+    def shares(self) -> str:
+        """The mix asked for, or the family's."""
+        from sweet_rl.recipes.mini.family_sets import family_set
+
+        return self.mix or family_set(self.family).mix
+
+    def max_turns(self) -> int:
+        """Agent turns per dialogue of the family (every simulation's --max_steps)."""
+        from sweet_rl.recipes.mini.family_sets import family_set
+
+        return family_set(self.family).max_turns
 
 
 @dataclass(kw_only=True)
@@ -131,6 +152,17 @@ class RunSettings(ScheduleSettings, WarmSettings):
     bon_critics: List[str] = flag(
         "more curves: regression (Table 3's head), value (Figure 3a's value function), judge "
         "(LLM-as-a-Judge: the warm agent).", list(EXTRA_CRITICS))
+    split: str = flag("the split every evaluation runs on: test, or valid (followup with "
+                      "VALID_TASKS: settings are chosen there, never on the test tasks).",
+                      "test")
+    fractions: List[str] = flag(
+        "the data-scaling sweep (paper Figure 3b): multi-turn DPO and SWEET-RL also trained "
+        "on the first FRACTIONS of the offline tasks (e.g. 1/3,2/3; nested parts, the same "
+        "candidates ranked); empty: no sweep.", [])
+    match_steps: bool = flag(
+        "train rejection fine-tuning and multi-turn DPO for as many updates as SWEET-RL's "
+        "agent DPO on the same offline data (instead of SFT_EPOCHS and TRAJ_EPOCHS): the "
+        "methods compared at matched gradient steps.", False)
     sample_shards: Optional[int] = flag(
         "pieces the candidates are sampled in, side by side (default: JOBS; merged byte for "
         "byte: the numbers do not depend on it).", None)
@@ -146,6 +178,17 @@ class RunSettings(ScheduleSettings, WarmSettings):
                                  f"choose from {' '.join(EXTRA_CRITICS)}")
         if not self.seeds:
             raise ValueError("--seeds (SEEDS) is empty: give at least one seed")
+        if self.split not in ("test", "valid"):
+            raise ValueError(f"--split (SPLIT) must be test or valid, got {self.split!r}")
+        if self.split == "valid" and not (self.family == "followup" and self.valid_tasks):
+            raise ValueError("--split valid needs --family followup and --valid_tasks above 0")
+        if self.match_steps and "sweet" not in self.methods:
+            raise ValueError("--match_steps (MATCH_STEPS) matches SWEET-RL's updates: "
+                             "--methods needs sweet")
+        from sweet_rl.recipes.mini.subset import parse_fraction
+
+        for text in self.fractions:
+            parse_fraction(text)
         _positive(self.sample_shards, "sample_shards")
 
 

@@ -6,7 +6,9 @@ Reads ``OUT/seed*/eval_<method>.jsonl`` (graded by ``evaluate_code.py``: each ro
 ``reward`` is its share of tests passed) and prints, per method, the mean over seeds of
 *tests passed* (mean reward, %) and *success* (share of dialogues with every test passed, %),
 each with its spread (sample standard deviation over seeds; the per-seed values in
-``table.json``), then any critic Best-of-N curve (``seed*/best_of_n.json``, from
+``table.json``), then, for a data-scaling sweep (methods trained on the first part of the
+offline tasks: ``eval_<method>_1of3.jsonl``, ...), success by the share trained on (paper
+Figure 3b), then any critic Best-of-N curve (``seed*/best_of_n.json``, from
 :mod:`sweet_rl.recipes.mini.best_of_n`). Writes ``OUT/table.md`` and ``OUT/table.json``.
 """
 
@@ -61,18 +63,58 @@ def collect(output_dir: str) -> Dict[str, Dict[int, Dict[str, float]]]:
     return found
 
 
+# a method trained on the first part of the offline tasks (the data-scaling sweep)
+_PART = re.compile(r"(?P<method>\w+?)_(?P<num>\d+)of(?P<den>\d+)")
+
+
+def _mean_spread(per_seed: Dict[int, Dict[str, float]], key: str) -> str:
+    values = [per_seed[s][key] for s in sorted(per_seed)]
+    return f"{statistics.mean(values):.1f} ± {spread(values):.1f}"
+
+
+def render_sweep(found: Dict[str, Dict[int, Dict[str, float]]]) -> str:
+    """Figure 3b's shape: success % by the share of the offline tasks trained on, one column
+    per method with parts (``<method>_<n>of<d>``; the whole set is the method itself); empty
+    without parts."""
+    from fractions import Fraction
+
+    parts: Dict[str, Dict[Fraction, str]] = {}
+    for name in found:
+        match = _PART.fullmatch(name)
+        if match:
+            share = Fraction(int(match["num"]), int(match["den"]))
+            parts.setdefault(match["method"], {})[share] = name
+    if not parts:
+        return ""
+    for method, by_share in parts.items():
+        if method in found:
+            by_share[Fraction(1)] = method
+    labels = dict(METHODS)
+    methods = [m for m, _ in METHODS if m in parts] + sorted(set(parts) - set(labels))
+    shares = sorted({share for by_share in parts.values() for share in by_share})
+    lines = ["| offline tasks | " + " | ".join(labels.get(m, m) for m in methods) + " |",
+             "| --- |" + " --- |" * len(methods)]
+    for share in shares:
+        cells = [_mean_spread(found[parts[m][share]], "success") if share in parts[m] else "—"
+                 for m in methods]
+        lines.append(f"| {'all' if share == 1 else share} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def render(found: Dict[str, Dict[int, Dict[str, float]]], seconds: Optional[float] = None) -> str:
     names = dict(METHODS)
-    order = [m for m, _ in METHODS if m in found] + sorted(set(found) - set(names))
+    whole = [m for m in found if not _PART.fullmatch(m)]
+    order = [m for m, _ in METHODS if m in whole] + sorted(set(whole) - set(names))
     lines = ["| method | tests passed % | success % | seeds |", "| --- | --- | --- | --- |"]
     for method in order:
         per_seed = found[method]
-        cells = []
-        for key in ("tests_passed", "success"):
-            values = [per_seed[s][key] for s in sorted(per_seed)]
-            cells.append(f"{statistics.mean(values):.1f} ± {spread(values):.1f}")
+        cells = [_mean_spread(per_seed, key) for key in ("tests_passed", "success")]
         lines.append(f"| {names.get(method, method)} | {cells[0]} | {cells[1]} | "
                      f"{len(per_seed)} |")
+    sweep = render_sweep(found)
+    if sweep:
+        lines.append("\nSuccess % by the share of the offline tasks trained on (mean ± spread "
+                     "over seeds)\n" + sweep)
     if seconds is not None:
         lines.append(f"\nwhole run: {seconds / 60:.1f} min")
     return "\n".join(lines)

@@ -48,6 +48,26 @@ def test_the_check_plays_told_dialogues_with_the_real_agent(tiny_model_dir, tmp_
     assert sidecar["stages"]["mini_copy_check"]["agent_prompt_path"] == str(prompt)
 
 
+def test_a_file_of_followup_tasks_is_checked_on_the_thorough_dialogue(tiny_model_dir,
+                                                                     tmp_path):
+    from sweet_rl.recipes.mini.followup_tasks import generate_tasks as followup_tasks
+
+    tasks = tmp_path / "train_tasks.jsonl"
+    write_jsonl(str(tasks), followup_tasks(2, 0))
+    # the basic asker cannot play these tasks (no such family among the basic ones): the check
+    # gets this far only on the followup family's own dialogue
+    summary = copy_check(CopyCheckOptions(agent_model=tiny_model_dir, tasks=str(tasks),
+                                          max_new_tokens=4))
+    assert summary == {"copied": 0, "checked": 2, "share": 0.0}
+    # the thorough style's answer is the reference: an agent that wrote it would count
+    from sweet_rl.recipes.mini.followup_dialogues import agent_turns
+    from sweet_rl.records import Task
+
+    task = Task.from_dict(json.loads(tasks.read_text().splitlines()[0]))
+    assert copied(agent_turns(task, "thorough")[-1], task.ground_truth)
+    assert not copied(agent_turns(task, "guesser")[-1], task.ground_truth)
+
+
 def _build(tmp_path, repo_root, copy_min, tries):
     env = dict(os.environ, OUT=str(tmp_path / "mini"), TRAIN_TASKS="4", TEST_TASKS="1",
                HIDDEN="32", EPOCHS="1", DRILLS="2", MEASURE="0", FAMILIES="late_fee",

@@ -44,3 +44,20 @@ def test_an_ungraded_file_is_named_with_its_line(tmp_path):
         collect(str(tmp_path))
     with pytest.raises(ValueError, match="no seed"):
         table(TableOptions(output_dir=str(tmp_path / "empty")))
+
+
+def test_the_data_scaling_sweep_has_its_own_table(tmp_path):
+    for seed, shift in ((0, 0.0), (1, 0.25)):
+        _write(tmp_path / f"seed{seed}" / "eval_sweet.jsonl", [1.0, 1.0, 1.0, shift])
+        _write(tmp_path / f"seed{seed}" / "eval_sweet_1of3.jsonl", [1.0, 0.0, 0.0, 0.0])
+        _write(tmp_path / f"seed{seed}" / "eval_multiturn_dpo_2of3.jsonl", [1.0, 1.0, 0.0, 0.0])
+    _write(tmp_path / "seed0" / "eval_multiturn_dpo.jsonl", [1.0, 1.0, 1.0, 1.0])
+    lines = table(TableOptions(output_dir=str(tmp_path))).splitlines()
+    # the parts stay out of the main table
+    assert [line.split(" | ")[0] for line in lines[2:5]] == ["| Multi-turn DPO", "| SWEET-RL", ""]
+    at = lines.index("Success % by the share of the offline tasks trained on (mean ± spread "
+                     "over seeds)")
+    assert lines[at + 1:] == [
+        "| offline tasks | Multi-turn DPO | SWEET-RL |", "| --- | --- | --- |",
+        "| 1/3 | — | 25.0 ± 0.0 |", "| 2/3 | 50.0 ± 0.0 | — |",
+        "| all | 100.0 ± 0.0 | 75.0 ± 0.0 |"]

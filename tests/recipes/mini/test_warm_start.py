@@ -96,3 +96,34 @@ def test_reduced_warm_start_follows_the_protocol(tmp_path, repo_root):
              if ANSWER_MARKER in [t for t in row.dialogue_history if t.role == "assistant"][-1]
              .output]
     assert len(ended) >= 3, [row.dialogue_history[-1].content for row in rows]
+
+
+def test_the_warm_start_stage_writes_the_followup_family(tmp_path):
+    from sweet_rl.models.hf_generation import load_tokenizer
+    from sweet_rl.recipes.mini.warm_start import WarmStartOptions, warm_start
+
+    out = tmp_path / "followup"
+    warm_start(WarmStartOptions(output_dir=str(out), num_train_tasks=8, num_test_tasks=3,
+                                num_valid_tasks=2, hidden_size=32, num_drills=3,
+                                family="followup", mix="thorough=1,skipper=1",
+                                agent_prompt_path="mini"))
+    counts = {name: len(read_jsonl(str(out / name))) for name in (
+        "train_tasks.jsonl", "test_tasks.jsonl", "valid_tasks.jsonl", "drills.jsonl")}
+    assert counts == {"train_tasks.jsonl": 8, "test_tasks.jsonl": 3, "valid_tasks.jsonl": 2,
+                      "drills.jsonl": 3}
+    for name in ("train_tasks.jsonl", "valid_tasks.jsonl"):
+        assert {row["mini_family"] for row in read_jsonl(str(out / name))} == {"followup"}
+    dialogues = read_jsonl(str(out / "warm_start.jsonl"), Trajectory.from_dict)
+    turns = Counter(sum(t.role == "assistant" for t in row.dialogue_history) for row in dialogues)
+    assert turns == {4: 4, 3: 4}  # four thorough dialogues, four skippers
+    # the tokenizer learnt both the family's words and the basic ones its drills use
+    tokenizer = load_tokenizer(str(out / "base"))
+    assert len(tokenizer(" SURCHARGE")["input_ids"]) == 1
+    assert len(tokenizer(" THRESHOLD")["input_ids"]) == 1
+    for bad, match in (({"family": "folowup"}, "must be one of basic, followup"),
+                       ({"family": "followup", "families": ["late_fee"]}, "--families picks"),
+                       ({"num_valid_tasks": 2}, "--num_valid_tasks needs --family followup"),
+                       ({"family": "followup", "mix": "asker=1"}, "unknown style 'asker'")):
+        with pytest.raises(ValueError, match=match):
+            WarmStartOptions(output_dir=str(tmp_path / "bad"), **bad)
+        assert not (tmp_path / "bad").exists()  # refused before any work
