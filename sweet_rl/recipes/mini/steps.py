@@ -10,21 +10,18 @@ trainer stops after ``ceil(epochs x updates per epoch)`` updates).
 
 from __future__ import annotations
 
-import json
 import math
 
 BATCH = 8  # every method's --train_batch_size (methods.TRAIN_FLAGS)
 
 
 def rows_in(path: str, min_reward: float = None) -> int:
-    """The rows of a JSONL file (those with a reward of at least ``min_reward`` if given)."""
-    count = 0
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip() and (min_reward is None
-                                 or json.loads(line).get("reward", 0) >= min_reward):
-                count += 1
-    return count
+    """The rows of a JSONL file (those with a reward of at least ``min_reward`` if given); a
+    bad line is named by the project's reader."""
+    from sweet_rl.io import read_jsonl
+
+    return sum(1 for row in read_jsonl(path)
+               if min_reward is None or row.get("reward", 0) >= min_reward)
 
 
 def updates_per_epoch(rows: int, micro: int = 1) -> int:
