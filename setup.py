@@ -19,8 +19,9 @@ EXTRAS = {
     "train": ["accelerate>=1.0", "deepspeed>=0.15"],
     # beautifulsoup4 and numpy: imported by ColBench reference solutions (conformance test)
     # ruff: the style test (tests/test_style.py) checks the settings in pyproject.toml
-    "dev": ["pytest>=8", "pytest-timeout>=2.3", "selenium>=4.10", "transformers[serving]>=4.57",
-            "beautifulsoup4>=4.9", "numpy>=1.24", "ruff>=0.5"],
+    # pytest-xdist: the suite runs on two workers (addopts in pyproject.toml)
+    "dev": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "selenium>=4.10",
+            "transformers[serving]>=4.57", "beautifulsoup4>=4.9", "numpy>=1.24", "ruff>=0.5"],
 }
 # The tests run the training stages, DeepSpeed's launcher included (ZeRO-3 on the CPU), and
 # the frontend stages (Chromium rendering, CLIP on random weights, WebSight-shaped local files).

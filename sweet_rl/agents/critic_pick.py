@@ -68,7 +68,9 @@ class CriticPickAgent(Agent):
         outputs = []
         for messages, seed, key in zip(conversations, seeds, keys):
             prompt = format_chat(self.sampler.generator.tokenizer, messages)
-            [(texts, reference)] = self.sampler.sample([prompt], self.n, [seed])
+            # a random pick reads no log-probs: the sampling model does not score its texts
+            [(texts, reference)] = self.sampler.sample([prompt], self.n, [seed],
+                                                       score=self.judge is not None)
             scores = self.scores(messages, prompt, texts, reference, seed, key)
             picked = max(range(len(texts)), key=lambda k: scores[k])  # first best on ties
             outputs.append(AgentOutput(prompt=prompt, output=texts[picked], extra={

@@ -49,8 +49,10 @@ class HFSampler:
         self.generated_tokens = 0  # over every call, for throughput figures
 
     def sample(
-        self, prompts: List[str], n: int, seeds: List[int]
-    ) -> List[Tuple[List[str], List[Score]]]:
+        self, prompts: List[str], n: int, seeds: List[int], score: bool = True
+    ) -> List[Tuple[List[str], Optional[List[Score]]]]:
+        """For each prompt, ``n`` sampled texts and (``score``) the model's log-probs of each;
+        ``score=False`` leaves the scores out (None), for a caller that never reads them."""
         results = []
         for prompt, seed in zip(prompts, seeds):
             done = self.generator.generate_with_stops(
@@ -61,7 +63,7 @@ class HFSampler:
             # the stop token is scored after the text, as vLLM's token_ids/logprobs hold it
             suffixes = [[g.stop_id] if self.include_stop and g.stop_id is not None else []
                         for g in done]
-            results.append((texts, self.scorer.score(prompt, texts, suffixes)))
+            results.append((texts, self.scorer.score(prompt, texts, suffixes) if score else None))
         return results
 
     def close(self) -> None:

@@ -46,7 +46,7 @@ def test_shards_merged_equal_one_run(tiny_model_dir, tmp_path):
     assert joined == whole and whole["shard_rows"] == [0, 6, 6]
 
 
-@pytest.mark.slow
+@pytest.mark.slow(about=40)
 def test_a_server_that_dies_mid_run_hands_its_dialogues_to_the_other(tiny_model_dir, tmp_path):
     with FakeOpenAIServer([Step()]) as steady:
         alone = tmp_path / "alone.jsonl"

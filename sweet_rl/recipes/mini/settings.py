@@ -84,6 +84,9 @@ class WarmSettings(Options):
     agent_prompt: str = flag(
         "the agent's system message: auto (bundled), mini (the short one), or a path.", "auto")
     tries: int = flag("SFT runs (other data orders) until the agent copies told details.", 4)
+    tries_at_once: Optional[int] = flag(
+        "SFT runs trained side by side (default: JOBS, so a failed copy costs no extra time; "
+        "1: one after another, no training beyond the first that copies).", None)
     copy_min: float = flag(
         "share of told train dialogues the agent must answer right (0: no check, one SFT).",
         0.8)
@@ -93,6 +96,7 @@ class WarmSettings(Options):
         from sweet_rl.recipes.mini.styles import parse_mix
 
         _positive(self.tries, "tries")
+        _positive(self.tries_at_once, "tries_at_once")
         parse_mix(self.shares(), family_set(self.family).styles)
 
     def shares(self) -> str:

@@ -43,6 +43,22 @@ def test_the_pick_is_the_best_judge_result_critic_minus_reference(monkeypatch):
     assert picks == {0, 1, 2}
 
 
+def test_a_random_pick_samples_the_same_texts_without_scoring_them(tiny_model_dir, monkeypatch):
+    from sweet_rl.stepwise.sampling import HFSampler
+
+    sampler = HFSampler(tiny_model_dir, 1.0, 6)
+    [(texts, scores)] = sampler.sample(["hello"], 3, [5])
+    assert len(texts) == len(scores) == 3
+    calls = []
+    monkeypatch.setattr(sampler.scorer, "score", lambda *args: calls.append(args))
+    assert sampler.sample(["hello"], 3, [5], score=False) == [(texts, None)] and not calls
+    # the random-pick agent asks for no log-probs; a critic's pick does (it reads them)
+    agent = CriticPickAgent(tiny_model_dir, 3, lambda key: "truth", max_new_tokens=6)
+    monkeypatch.setattr(agent.sampler.scorer, "score", lambda *args: calls.append(args))
+    [played] = agent.generate([[{"role": "user", "content": "hi"}]], seeds=[5])
+    assert not calls and played.extra["candidate_scores"].count(1.0) == 1
+
+
 @pytest.mark.slow
 def test_curve_on_held_out_tasks_with_a_real_critic(tiny_model_dir, tmp_path):
     tasks = tmp_path / "test_tasks.jsonl"

@@ -68,15 +68,16 @@ def test_a_file_of_followup_tasks_is_checked_on_the_thorough_dialogue(tiny_model
     assert not copied(agent_turns(task, "guesser")[-1], task.ground_truth)
 
 
-def _build(tmp_path, repo_root, copy_min, tries):
+def _build(tmp_path, repo_root, copy_min, tries, **more):
     env = dict(os.environ, OUT=str(tmp_path / "mini"), TRAIN_TASKS="4", TEST_TASKS="1",
                HIDDEN="32", EPOCHS="1", DRILLS="2", MEASURE="0", FAMILIES="late_fee",
-               AGENT_PROMPT="mini", COPY_MIN=copy_min, TRIES=tries, PYTHON=sys.executable)
+               AGENT_PROMPT="mini", COPY_MIN=copy_min, TRIES=tries, PYTHON=sys.executable,
+               JOBS="2", **more)
     return subprocess.run(["bash", str(repo_root / "scripts" / "build_mini_agent.sh")],
                           env=env, capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.slow
+@pytest.mark.slow(about=25)
 def test_the_build_trains_again_until_the_agent_copies(tmp_path, repo_root):
     # a bar no agent reaches: every training is checked, then the build fails and says why
     result = _build(tmp_path, repo_root, "1.01", "2")
@@ -90,7 +91,10 @@ def test_the_build_trains_again_until_the_agent_copies(tmp_path, repo_root):
 
 @pytest.mark.slow
 def test_a_bar_that_is_met_keeps_the_first_training(tmp_path, repo_root):
-    result = _build(tmp_path, repo_root, "-1", "3")  # every share meets it (0: no check)
+    # every share meets it (0: no check); one try at a time: the first one only is trained
+    result = _build(tmp_path, repo_root, "-1", "3", TRIES_AT_ONCE="1")
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("mini_copy_check:") == 1 and "training again" not in result.stdout
     assert json.loads((tmp_path / "mini" / "copy_check.json").read_text())["checked"] == 4
+    assert sorted(p.name for p in (tmp_path / "mini" / "logs").glob("warm.sft_try*")) == [
+        "warm.sft_try0.log"]
