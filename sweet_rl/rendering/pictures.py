@@ -112,7 +112,10 @@ def render_pending(
 ) -> Dict[str, object]:
     """Render every distinct pending page once, concurrently; fill in ``path`` or ``error``.
 
-    Returns ``{"rendered": n, "failed": n, "browsers": set of "name version"}``.
+    One render serves every file of the same HTML (an answer that is its reference's page gets
+    the reference's very picture, whatever a second render might have drawn differently).
+    Returns ``{"rendered": n, "failed": n, "browsers": set of "name version"}``, counted in
+    files.
     """
     from tqdm import tqdm
 
@@ -131,18 +134,23 @@ def render_pending(
                               page_load_timeout=page_load_timeout)
         except page_assets.AssetsMissing as err:
             raise ValueError(str(err)) from None  # a set-up step is missing: one clear line
+        targets: Dict[str, List[str]] = {}  # html -> every file it is drawn into
+        for target, html in jobs.items():
+            targets.setdefault(html, []).append(target)
         with pool, ThreadPoolExecutor(max_workers=pool.size) as executor:
-            futures = {executor.submit(pool.render, html): target for target, html in jobs.items()}
+            futures = {executor.submit(pool.render, html): paths
+                       for html, paths in targets.items()}
             for future in tqdm(
                 as_completed(futures), total=len(futures), desc="render", unit="page"
             ):
-                target, result = futures[future], future.result()
+                paths, result = futures[future], future.result()
                 browsers.add(result.browser)
-                if result.ok:
-                    write_bytes(target, result.png)  # a killed run leaves no half PNG
-                    outcome[target] = None
-                else:
-                    outcome[target] = result.error or "render failed"
+                for target in paths:
+                    if result.ok:
+                        write_bytes(target, result.png)  # a killed run leaves no half PNG
+                        outcome[target] = None
+                    else:
+                        outcome[target] = result.error or "render failed"
     for picture in pictures:
         if picture.pending:
             error = outcome[picture.path]

@@ -94,6 +94,10 @@ def test_rewards_screenshots_and_metrics(run_a):
     assert rewards[1] < 1.0 and rewards[5] < 1.0  # another task's page
     assert rewards[2] < 0.9 and rewards[3] < 0.9  # nothing shown: black, far from any page
     assert all(r["clip_settings"] == SETTINGS and "render_error" not in r for r in rows)
+    # row 4 answers with its reference's page: one render drew both files
+    page, ref = (os.path.join(run_a["folder"], rows[4][key])
+                 for key in ("answer_screenshot", "reference_screenshot"))
+    assert page != ref and open(page, "rb").read() == open(ref, "rb").read()
     shots = os.path.join(run_a["folder"], "run_screenshots")
     for r in rows:
         ref = os.path.join(run_a["folder"], r["reference_screenshot"])

@@ -79,6 +79,18 @@ def test_a_killed_pipelined_run_resumes_with_every_row_exactly_once(tiny_model_d
     assert len(read_jsonl(str(out))) == 8
 
 
+def test_a_finished_run_continued_plays_nothing_in_either_loop(tiny_model_dir, tmp_path):
+    # every row already written (as when a run is killed after its last row): nothing to play,
+    # no model built, and the file stays as it was
+    out = tmp_path / "traj.jsonl"
+    with _slow_server(5, 0.0) as server:
+        whole = _run(tiny_model_dir, out, server.base_url)
+        for rollout in ("pipelined", "lockstep"):
+            assert _run(tiny_model_dir, out, server.base_url, to_continue=True,
+                        rollout=rollout) == whole, rollout
+    assert len(read_jsonl(str(out))) == 8
+
+
 def test_an_http_agent_gets_concurrent_requests_and_the_same_rows(tiny_model_dir, tmp_path):
     # both sides behind servers that answer after random delays: the agent's requests go out
     # one per thread (``Agent.parallel_requests``) instead of in batches
