@@ -187,10 +187,11 @@ def _play(opts: SimulateOptions, run: _Run, todo: List[int], writer, agent, simu
     from sweet_rl.rollouts.pipeline import run_pipelined
     from sweet_rl.seeding import row_seed
 
+    if not todo:  # every row was written before (a run continued after its last row)
+        return
     lockstep = opts.rollout == "lockstep"
-    # (nothing to play, as when every row was written before a crash: no chunk at all)
     chunks = ([todo[at:at + opts.batch_size] for at in range(0, len(todo), opts.batch_size)]
-              if lockstep else [todo] if todo else [])
+              if lockstep else [todo])
     for chunk in chunks:
         envs = [make(run.rows[r]) for r in chunk]
         seeds = [row_seed(opts.seed, run.first + r) for r in chunk]  # the whole run's seeds
