@@ -16,9 +16,9 @@ batches for more updates, several epochs, no held-out share. The copy (writing b
 told) is learnt in a sudden jump whose timing depends on the seed and on the machine's float
 kernels, so each training is checked on told train dialogues (``copy_check``) and, when the
 agent does not copy, trained again from the same base model and data in another order
-(training seed ``seed + 1000 * try``): up to ``tries`` trainings, ``tries_at_once`` (default
-``jobs``) at a time, and the first try in order that copies is kept, so the agent depends on
-neither.
+(training seed ``seed + 1000 * try``): up to ``tries`` trainings from try ``first_try``,
+``tries_at_once`` (default ``jobs``) at a time, and the first try in order that copies is kept,
+so the agent depends on neither.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def build_agent(s: BuildSettings, run: Scheduler) -> str:
                 shutil.copyfileobj(handle, sft)
     _remove_tries(out)
     shutil.rmtree(os.path.join(out, "agent"), ignore_errors=True)
-    kept, first, width = None, 0, s.tries_at_once or s.slots()
+    kept, first, width = None, s.first_try, s.tries_at_once or s.slots()
     while kept is None and first < s.tries:
         # the next trainings side by side (one when there is no check to fail)
         last = min(first + (width - 1 if s.copy_min else 0), s.tries - 1)

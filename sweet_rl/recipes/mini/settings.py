@@ -84,6 +84,9 @@ class WarmSettings(Options):
     agent_prompt: str = flag(
         "the agent's system message: auto (bundled), mini (the short one), or a path.", "auto")
     tries: int = flag("SFT runs (other data orders) until the agent copies told details.", 4)
+    first_try: int = flag(
+        "the first SFT try (training seed seed + 1000 * first_try); the tries before it are not "
+        "trained (on a machine whose float kernels keep the first from copying).", 0)
     tries_at_once: Optional[int] = flag(
         "SFT runs trained side by side (default: JOBS, so a failed copy costs no extra time; "
         "1: one after another, no training beyond the first that copies).", None)
@@ -97,6 +100,9 @@ class WarmSettings(Options):
 
         _positive(self.tries, "tries")
         _positive(self.tries_at_once, "tries_at_once")
+        if not 0 <= self.first_try < self.tries:
+            raise ValueError(f"--first_try (FIRST_TRY) is {self.first_try}: it must be at least 0 "
+                             f"and below --tries (TRIES, {self.tries})")
         parse_mix(self.shares(), family_set(self.family).styles)
 
     def shares(self) -> str:

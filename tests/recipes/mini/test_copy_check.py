@@ -91,10 +91,14 @@ def test_the_build_trains_again_until_the_agent_copies(tmp_path, repo_root):
 
 @pytest.mark.slow
 def test_a_bar_that_is_met_keeps_the_first_training(tmp_path, repo_root):
-    # every share meets it (0: no check); one try at a time: the first one only is trained
-    result = _build(tmp_path, repo_root, "-1", "3", TRIES_AT_ONCE="1")
+    # every share meets it (0: no check); one try at a time from try 1: that one only is
+    # trained, with its own training seed
+    result = _build(tmp_path, repo_root, "-1", "3", TRIES_AT_ONCE="1", FIRST_TRY="1")
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("mini_copy_check:") == 1 and "training again" not in result.stdout
+    assert "warm start: kept training seed 1000" in result.stdout
     assert json.loads((tmp_path / "mini" / "copy_check.json").read_text())["checked"] == 4
     assert sorted(p.name for p in (tmp_path / "mini" / "logs").glob("warm.sft_try*")) == [
-        "warm.sft_try0.log"]
+        "warm.sft_try1.log"]
+    training = json.loads((tmp_path / "mini" / "agent" / "training.config.json").read_text())
+    assert training["stages"]["train_sft"]["seed"] == 1000  # the kept try became the agent

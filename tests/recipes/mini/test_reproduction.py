@@ -37,7 +37,7 @@ def test_reduced_reproduction_runs_every_method(tmp_path, repo_root, tiny_model_
                OFFLINE_FROM=str(offline), COPY_MIN="0",
                TEST_TASKS="2", K=str(len(STYLES)), NUM_SAMPLES="2", DATA_FRACTION="1.0",
                MAX_NEW_TOKENS="24", TRAJ_EPOCHS="1", SFT_EPOCHS="1", EVAL_ROLLOUTS="1",
-               BON_NS="1,2", PYTHON="python", JOBS="2")
+               BON_NS="2", PYTHON="python", JOBS="2")
     result = subprocess.run(["bash", "scripts/run_mini_reproduction.sh"], cwd=repo_root,
                             env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]

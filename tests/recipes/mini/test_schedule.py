@@ -100,6 +100,9 @@ def test_knobs_come_from_the_environment_and_flags_win():
     ({"METHODS": "sweet swet"}, "unknown method 'swet' in --methods (METHODS)"),
     ({"BON_CRITICS": "regresion"}, "unknown entry 'regresion' in --bon_critics"),
     ({"DEVICE": "gpu"}, "--device (DEVICE) must be cpu or cuda"),
+    ({"FIRST_TRY": "4"}, "--first_try (FIRST_TRY) is 4: it must be at least 0 and below "
+                         "--tries (TRIES, 4)"),
+    ({"FIRST_TRY": "-1"}, "--first_try (FIRST_TRY) is -1"),
 ])
 def test_bad_settings_are_refused(env, message):
     with pytest.raises(ValueError) as err:
