@@ -46,8 +46,13 @@ def test_shards_merged_equal_one_run(tiny_model_dir, tmp_path):
     assert joined == whole and whole["shard_rows"] == [0, 6, 6]
 
 
-@pytest.mark.slow(about=40)
-def test_a_server_that_dies_mid_run_hands_its_dialogues_to_the_other(tiny_model_dir, tmp_path):
+@pytest.mark.slow(about=10)
+def test_a_server_that_dies_mid_run_hands_its_dialogues_to_the_other(tiny_model_dir, tmp_path,
+                                                                    monkeypatch):
+    from sweet_rl.models.openai_compat import ChatClient
+
+    # the retries' waits (1, 2, 4, ... s) are not what this checks: 10 ms each
+    monkeypatch.setattr(ChatClient, "_delay", lambda self, attempt, err=None: 0.01)
     with FakeOpenAIServer([Step()]) as steady:
         alone = tmp_path / "alone.jsonl"
         simulate(SimulateOptions(agent_model=tiny_model_dir, hostname=steady.base_url,
