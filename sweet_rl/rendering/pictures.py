@@ -145,12 +145,11 @@ def render_pending(
             ):
                 paths, result = futures[future], future.result()
                 browsers.add(result.browser)
+                error = None if result.ok else (result.error or "render failed")
                 for target in paths:
-                    if result.ok:
+                    if error is None:
                         write_bytes(target, result.png)  # a killed run leaves no half PNG
-                        outcome[target] = None
-                    else:
-                        outcome[target] = result.error or "render failed"
+                    outcome[target] = error
     for picture in pictures:
         if picture.pending:
             error = outcome[picture.path]
