@@ -60,7 +60,7 @@ def test_every_command_is_covered():
         folder = REPO_ROOT / "sweet_rl" / room
         scripts |= {f"sweet_rl/{room}/{p.name}" for p in folder.glob("*.py")
                     if p.name not in ("main.py", "commands.py", "__main__.py")
-                    and "__main__" in p.read_text()}
+                    and 'if __name__ == "__main__":' in p.read_text()}
     assert scripts == set(COMMANDS)
 
 

@@ -74,10 +74,10 @@ def credit(out: str, sides: Dict[str, RunSettings]) -> str:
     runs = {}
     for side, s in sides.items():
         runs[side] = Scheduler(first.slots(), s.threads, os.path.join(s.out, "logs"), s.python,
-                               s.device, pool)
+                               s.device, pool, s.preload)
         pool = runs[side].slots
     top = Scheduler(first.slots(), first.threads, os.path.join(out, "logs"), first.python,
-                    first.device, pool)
+                    first.device, pool, first.preload)
     top.finish(*(top.start(side, reproduce, s, runs[side]) for side, s in sides.items()))
     titles = {"control": "Control: the quick miniature (basic late_fee family)",
               "followup": "The followup family"}

@@ -5,7 +5,9 @@ is Python overhead and small matrix products, and every stage command first spen
 importing torch and transformers. So instead of one stage at a time with every core, a recipe
 starts the steps that do not need each other's files at once (:meth:`Scheduler.start`, a
 thread each), and each stage command (:meth:`Scheduler.stage`, a ``sweet-rl <stage>``
-subprocess) waits for one of ``jobs`` slots, with ``threads`` torch threads.
+subprocess) waits for one of ``jobs`` slots, with ``threads`` torch threads. With ``preload``
+the commands are forked from one process that has imported torch and transformers already
+(:mod:`sweet_rl.recipes.mini.forkserver`) instead of starting a fresh interpreter each.
 
 Results depend on ``threads`` (float sums are split differently), never on ``jobs`` or on the
 order in which stages happen to run: every stage is seeded and reads only the files it names.
@@ -21,6 +23,7 @@ import time
 from typing import Any, Callable, List, Optional, Sequence
 
 import sweet_rl
+from sweet_rl.recipes.mini import forkserver
 
 
 class StepFailed(RuntimeError):
@@ -42,7 +45,8 @@ class Scheduler:
     stage."""
 
     def __init__(self, jobs: int, threads: int, logs: str, python: str = sys.executable,
-                 device: str = "", slots: Optional[threading.BoundedSemaphore] = None) -> None:
+                 device: str = "", slots: Optional[threading.BoundedSemaphore] = None,
+                 preload: bool = False) -> None:
         self.python, self.logs = python, logs
         # ``slots``: another scheduler's, so that two recipes side by side share one pool
         self.slots = slots if slots is not None else threading.BoundedSemaphore(jobs)
@@ -56,6 +60,9 @@ class Scheduler:
         root = os.path.dirname(os.path.dirname(os.path.abspath(sweet_rl.__file__)))
         self.env["PYTHONPATH"] = os.pathsep.join(
             [root] + [p for p in self.env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        # a GPU stage starts from a fresh interpreter: a forked copy would share the
+        # server's CUDA state, were there any
+        self.preload = preload and device != "cuda" and forkserver.supported()
         self.device_flag: List[str] = ["--device", device] if device else []
         if device == "cpu":  # the trainings have no --device: they take a visible GPU
             self.env["CUDA_VISIBLE_DEVICES"] = ""
@@ -80,10 +87,16 @@ class Scheduler:
         """``python ARGS`` once a slot is free (held until it ends); output to the step's log."""
         handle = getattr(self.local, "log", None)
         with self.slots:
-            done = subprocess.run([self.python, *args], env=self.env, stdout=handle,
-                                  stderr=subprocess.STDOUT if handle else None)
-        if done.returncode:
-            raise StepFailed(f"{' '.join(args[:4])} ... exited with {done.returncode}")
+            if self.preload and args[0] == "-m":
+                if handle:
+                    handle.flush()
+                server = forkserver.server_for(self.python, self.env)
+                status = server.run(args, handle.fileno() if handle else None)
+            else:
+                status = subprocess.run([self.python, *args], env=self.env, stdout=handle,
+                                        stderr=subprocess.STDOUT if handle else None).returncode
+        if status:
+            raise StepFailed(f"{' '.join(args[:4])} ... exited with {status}")
 
     def stage(self, name: str, *args: str) -> None:
         """The stage ``sweet-rl NAME ARGS``."""
