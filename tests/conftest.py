@@ -113,6 +113,25 @@ def longest_first(items: list) -> list:
     return timed + quick
 
 
+def pytest_sessionstart(session):
+    import time
+
+    session.config.stash[_STARTED] = time.time()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The DeepSpeed buffers the session's runs left in /dev/shm (tests/shm_cleanup.py), once
+    every worker is done: only the controlling process, not an xdist worker, removes them."""
+    if hasattr(session.config, "workerinput") or not os.path.isdir("/dev/shm"):
+        return
+    from tests.shm_cleanup import remove_stale_buffers
+
+    remove_stale_buffers("/dev/shm", session.config.stash[_STARTED])
+
+
+_STARTED = pytest.StashKey[float]()
+
+
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("PYTEST_XDIST_WORKER"):  # a worker of a parallel run: see longest_first
         items[:] = longest_first(items)
