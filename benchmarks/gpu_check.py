@@ -15,14 +15,17 @@ Steps, in order (docs/benchmarks.md, "GPU", says what each measures):
              with the prompt cache (candidates/s) (benchmarks/gpu_throughput.py);
   train_{agent,critic}_{plain,zero3}   agent DPO and the critic's training, bf16, without
              DeepSpeed and under ZeRO-3 (its launcher, one GPU): tokens/s and peak memory;
-  gpu_tests and mini, side by side: the tests that skip without CUDA, and the quick miniature
-             for one seed with DEVICE=cuda stages (its time and its table).
+  gpu_tests and mini, side by side: the tests that skip without CUDA, and the quick
+             miniature's recipe for one seed with DEVICE=cuda stages at the dry run's sizes
+             (its time and its table; the full quick miniature does not fit the budget).
 Each step has a time cap within the budget; a failed step is recorded and the others still
 run unless they need it. Written to OUT: results.jsonl (one line per step, as it ends),
-summary.json, table.md, logs/, the miniature's table. Exits 1 naming the steps that did not
-pass. --dry_run runs every step on the CPU (tiny model, tiny miniature from the inputs'
-offline dialogues); its install step builds the same environment, and needs no wheel folder
-where the running Python already has DeepSpeed and fire.
+summary.json, table.md, gpu_tests.xml, the miniature's table, and the steps' logs (logs/ and
+mini_logs/; on a GPU run packed into logs.tgz, since the device tool brings back at most 8
+files). Exits 1 naming the steps that did not pass. --dry_run runs every step on the CPU
+(tiny model, tiny miniature from the inputs' offline dialogues); its install step builds the
+same environment, and needs no wheel folder where the running Python already has DeepSpeed
+and fire.
 """
 
 from __future__ import annotations
@@ -53,13 +56,15 @@ MINI_TINY = dict(TRAIN_TASKS="12", EPOCHS="1", DRILLS="8", DRILL_EPOCHS="0", COP
                  TEST_TASKS="1", K="3", NUM_SAMPLES="2", DATA_FRACTION="0.25", SAMPLE_SHARDS="1",
                  MAX_NEW_TOKENS="24", TRAJ_EPOCHS="1", EVAL_ROLLOUTS="1", BON_NS="2")
 MODES = {
-    "gpu": dict(device="cuda", size="1b", tasks=32, micro=2, bf16="True", sample_seconds=20,
-                max_new_tokens=192, rank_seconds=10, budget=470,
+    # sized from the step times of a run on one H200 (docs/benchmarks.md, "GPU"): the steps
+    # before the last two take about 310 s, the GPU tests about 130 s beside the miniature
+    "gpu": dict(device="cuda", size="1b", tasks=24, agent_pairs=48, micro=2, bf16="True",
+                sample_seconds=10, max_new_tokens=192, rank_seconds=5, budget=480,
                 caps=dict(env=40, install=150, inputs=120, sample=75, rank=60, train=110,
                           gpu_tests=300, mini=420),
-                mini=dict(SEEDS="0", METHODS="sweet", BON_NS="8", DEVICE="cuda")),
-    "dry_run": dict(device="cpu", size="tiny", tasks=4, micro=2, bf16="False", sample_seconds=2,
-                    max_new_tokens=16, rank_seconds=2, budget=1500,
+                mini=dict(SEEDS="0", METHODS="sweet", DEVICE="cuda", **MINI_TINY)),
+    "dry_run": dict(device="cpu", size="tiny", tasks=4, agent_pairs=8, micro=2, bf16="False",
+                    sample_seconds=2, max_new_tokens=16, rank_seconds=2, budget=1500,
                     caps=dict(env=60, install=180, inputs=120, sample=90, rank=90, train=300,
                               gpu_tests=150, mini=600),
                     mini=dict(SEEDS="0", METHODS="sweet", DEVICE="cpu", **MINI_TINY)),
@@ -88,7 +93,8 @@ def inputs(ctx) -> dict:
     mode, folder = ctx.facts["mode"], os.path.join(ctx.work, "inputs")
     facts = last_json(ctx.run([ctx.facts["python"], "benchmarks/gpu_inputs.py", folder,
                                "--size", mode["size"], "--device", mode["device"],
-                               "--tasks", str(mode["tasks"])]))
+                               "--tasks", str(mode["tasks"]),
+                               "--agent_pairs", str(mode["agent_pairs"])]))
     ctx.facts["inputs"] = folder
     return facts
 
@@ -187,8 +193,8 @@ def mini(ctx) -> dict:
     mode, out = ctx.facts["mode"], os.path.join(ctx.work, "mini")
     env = dict(mode["mini"], OUT=out, PYTHON=ctx.facts["python"],
                JOBS=str(max(2, (os.cpu_count() or 2) - 2)))  # beside the GPU tests
-    if mode["device"] == "cpu":  # the tiny warm agent learns nothing: scripted offline data
-        env["OFFLINE_FROM"] = os.path.join(ctx.facts["inputs"], "offline.jsonl")
+    # at these sizes the warm agent learns nothing: the inputs' scripted offline dialogues
+    env["OFFLINE_FROM"] = os.path.join(ctx.facts["inputs"], "offline.jsonl")
     try:
         ctx.run(["bash", "scripts/run_mini_quick.sh"], env=env)
     finally:  # its table and its stages' logs come back, whatever happened
@@ -291,9 +297,23 @@ def main(argv=None) -> int:
     print("\n" + text)
     if os.path.exists(os.path.join(ctx.out, "mini_table.md")):
         print(open(os.path.join(ctx.out, "mini_table.md")).read())
+    if not args.dry_run:
+        _bundle_logs(ctx.out)
     print(f"gpu_check: {'FAILED: ' + ', '.join(failed) if failed else 'every step passed'} "
           f"({summary['seconds']} s; {ctx.out})")
     return 1 if failed else 0
+
+
+def _bundle_logs(out: str) -> None:
+    """logs/ and mini_logs/ into one logs.tgz: the device tool brings back 8 files at most."""
+    import tarfile
+
+    folders = [name for name in ("logs", "mini_logs") if os.path.isdir(os.path.join(out, name))]
+    with tarfile.open(os.path.join(out, "logs.tgz"), "w:gz") as archive:
+        for name in folders:
+            archive.add(os.path.join(out, name), arcname=name)
+    for name in folders:
+        shutil.rmtree(os.path.join(out, name))
 
 
 def _capped(step: Step, mode: dict) -> Step:

@@ -65,7 +65,7 @@ def _numel(shape) -> int:
     return count
 
 
-def write_data(out: str, model: str, tasks: int) -> dict:
+def write_data(out: str, model: str, tasks: int, agent_pairs: int = 0) -> dict:
     from sweet_rl.recipes.mini.dialogues import STYLES, build_mini_trajectories
     from sweet_rl.recipes.mini.tasks import generate_tasks
     from sweet_rl.evaluation.preferences import pair_texts
@@ -91,6 +91,8 @@ def write_data(out: str, model: str, tasks: int) -> dict:
         guess = dialogues[row_of(task, guesser, tasks)].assistant_turns[0].output
         agent += [pair_record(turn.input, turn.output, guess, tokenizer.eos_token, True)
                   for turn in best.assistant_turns]
+    if agent_pairs:  # as many training steps as the critic's: the check's budget is minutes
+        agent = agent[:agent_pairs]
     write_jsonl(os.path.join(out, "critic_pairs.jsonl"), critic)
     write_jsonl(os.path.join(out, "agent_pairs.jsonl"), agent)
 
@@ -113,12 +115,14 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--tasks", type=int, default=32,
                         help="miniature tasks (3 dialogues, 2 critic pairs each)")
+    parser.add_argument("--agent_pairs", type=int, default=0,
+                        help="keep only the first N of the agent's per-turn pairs (0: all)")
     args = parser.parse_args()
     start = time.time()
     os.makedirs(args.out, exist_ok=True)
     facts = build_model(args.out, args.size, args.device)
     facts["build_seconds"] = round(time.time() - start, 1)
-    facts.update(write_data(args.out, facts["model"], args.tasks))
+    facts.update(write_data(args.out, facts["model"], args.tasks, args.agent_pairs))
     facts["seconds"] = round(time.time() - start, 1)
     print(json.dumps(facts))
 

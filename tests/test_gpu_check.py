@@ -79,6 +79,29 @@ def test_a_failed_step_is_named_and_the_others_still_run(tmp_path, monkeypatch, 
     assert log.startswith("$ ") and log.endswith("\nbad input on line 3\n")
 
 
+def test_a_gpu_run_packs_the_logs_into_one_archive(tmp_path, monkeypatch):
+    import tarfile
+
+    def with_mini_logs(ctx):  # as the miniature's step leaves them
+        os.makedirs(os.path.join(ctx.out, "mini_logs"))
+        with open(os.path.join(ctx.out, "mini_logs", "warm.log"), "w") as handle:
+            handle.write("trained\n")
+        return {}
+
+    plan = [Step("first", lambda ctx: {"said": ctx.run(_python("print('hello')")).split()[-1]},
+                 30), Step("mini", with_mini_logs, 30)]
+    monkeypatch.setattr(gpu_check, "PLAN", plan)
+    monkeypatch.setattr(gpu_check, "_capped", lambda step, mode: step)
+    out = tmp_path / "out"
+    assert gpu_check.main(["--out", str(out), "--commit", "abc1234"]) == 0
+    assert sorted(os.listdir(out)) == ["logs.tgz", "results.jsonl", "summary.json", "table.md"]
+    with tarfile.open(out / "logs.tgz") as archive:
+        names = set(archive.getnames())
+        assert {"logs/first.log", "mini_logs/warm.log"} <= names
+        assert b"hello" in archive.extractfile("logs/first.log").read()
+    assert json.loads((out / "summary.json").read_text())["mode"] == "gpu"
+
+
 def test_a_step_is_not_started_without_time_left(tmp_path):
     ctx = Context(out=str(tmp_path), work=str(tmp_path), deadline=time.time() + 5)
     records = run_plan([Step("late", lambda ctx: {}, 30)], ctx)
@@ -106,6 +129,8 @@ def test_dry_run_goes_through_every_step_on_the_cpu(tmp_path):
     assert set(records) == set(STEPS)
     assert all(r["status"] == "passed" for r in records.values()), records
     figures = {name: r["figures"] for name, r in records.items()}
+    assert figures["inputs"]["agent_pairs"] == 8 < 2 * figures["inputs"]["critic_pairs"]
+    assert figures["train_agent_plain"]["examples"] == 8  # only the first pairs are kept
 
     install = figures["install"]  # DeepSpeed importable, torch untouched
     assert install["deepspeed"] and install["torch"] == figures["env"]["torch"]
