@@ -73,11 +73,9 @@ def credit(out: str, sides: Dict[str, RunSettings]) -> str:
     pool = None
     runs = {}
     for side, s in sides.items():
-        runs[side] = Scheduler(first.slots(), s.threads, os.path.join(s.out, "logs"), s.python,
-                               s.device, pool, s.preload)
+        runs[side] = Scheduler.for_settings(s, os.path.join(s.out, "logs"), pool)
         pool = runs[side].slots
-    top = Scheduler(first.slots(), first.threads, os.path.join(out, "logs"), first.python,
-                    first.device, pool, first.preload)
+    top = Scheduler.for_settings(first, os.path.join(out, "logs"), pool)
     top.finish(*(top.start(side, reproduce, s, runs[side]) for side, s in sides.items()))
     titles = {"control": "Control: the quick miniature (basic late_fee family)",
               "followup": "The followup family"}

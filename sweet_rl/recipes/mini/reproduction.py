@@ -135,7 +135,7 @@ def reproduce(s: RunSettings, run: Optional[Scheduler] = None) -> None:
     configs = configs_folder()
     os.makedirs(s.out, exist_ok=True)
     logs = s.logs or os.path.join(s.out, "logs")
-    run = run or Scheduler(s.slots(), s.threads, logs, s.python, s.device, preload=s.preload)
+    run = run or Scheduler.for_settings(s, logs)
     warm = s.warm or os.path.join(s.out, "warm")
     if not os.path.isfile(os.path.join(warm, "agent", "config.json")):
         from sweet_rl.recipes.mini.build_agent import build_agent
@@ -186,9 +186,7 @@ def main(argv: Optional[Sequence[str]] = None, quick: bool = False,
             from sweet_rl.recipes.mini.build_agent import build_agent
 
             logs = settings.logs or os.path.join(settings.out, "logs")
-            build_agent(settings, Scheduler(settings.slots(), settings.threads, logs,
-                                            settings.python, settings.device,
-                                            preload=settings.preload))
+            build_agent(settings, Scheduler.for_settings(settings, logs))
         else:
             reproduce(settings)
     except (StepFailed, OSError) as err:

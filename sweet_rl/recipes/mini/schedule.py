@@ -68,6 +68,14 @@ class Scheduler:
             self.env["CUDA_VISIBLE_DEVICES"] = ""
         os.makedirs(logs, exist_ok=True)
 
+    @classmethod
+    def for_settings(cls, settings, logs: str,
+                     slots: Optional[threading.BoundedSemaphore] = None) -> "Scheduler":
+        """The scheduler a recipe's settings ask for (JOBS, THREADS, PYTHON, DEVICE, PRELOAD);
+        ``slots``: another scheduler's pool to share."""
+        return cls(settings.slots(), settings.threads, logs, settings.python, settings.device,
+                   slots, settings.preload)
+
     def say(self, text: str) -> None:
         """A line of the current step's log (the recipe's output outside any step)."""
         handle = getattr(self.local, "log", None)

@@ -42,8 +42,8 @@ class ScheduleSettings(Options):
     python: str = flag("the Python interpreter that runs each stage command.", sys.executable)
     preload: bool = flag(
         "start the stage commands from one process of PYTHON that has imported torch and "
-        "transformers once (a fork per command, on Linux without a GPU); off: a fresh "
-        "interpreter per command. The numbers do not depend on it.", True)
+        "transformers once (a fork per command, on Linux; DEVICE=cuda stages always start "
+        "fresh); off: a fresh interpreter per command. The numbers do not depend on it.", True)
     logs: Optional[str] = flag("the folder of every step's log (default: OUT/logs).", None)
     micro: int = flag(
         "rows per forward pass in every training (the batch accumulated: the same update up "

@@ -116,6 +116,24 @@ def test_the_device_sets_the_stages_flag_and_hides_the_gpus_from_the_trainings(t
     assert cpu.device_flag == ["--device", "cpu"] and cpu.env["CUDA_VISIBLE_DEVICES"] == ""
 
 
+@pytest.mark.parametrize("env,preload", [({"DEVICE": "cuda"}, False), ({}, True),
+                                         ({"PRELOAD": "0"}, False)])
+def test_a_recipe_s_settings_make_its_scheduler(tmp_path, env, preload):
+    from sweet_rl.recipes.mini import forkserver
+
+    settings = from_environment(RunSettings, [], dict(env, JOBS="3", THREADS="2",
+                                                      PYTHON="/bin/true"))
+    run = Scheduler.for_settings(settings, str(tmp_path / "logs"))
+    assert run.python == "/bin/true" and run.env["OMP_NUM_THREADS"] == "2"
+    assert run.device_flag == (["--device", "cuda"] if env.get("DEVICE") else [])
+    # a cuda stage never forks from the server: it starts from a fresh interpreter
+    assert run.preload == (preload and forkserver.supported())
+    held = [run.slots.acquire(blocking=False) for _ in range(4)]
+    assert held == [True, True, True, False]  # JOBS=3 commands at once
+    beside = Scheduler.for_settings(settings, str(tmp_path / "other"), run.slots)
+    assert beside.slots is run.slots  # two recipes side by side share one pool
+
+
 @pytest.mark.parametrize("script,env", [
     ("run_mini_quick.sh", {"DEVICE": "gpu"}),
     ("run_mini_reproduction.sh", {"METHODS": "sweet swet"}),
