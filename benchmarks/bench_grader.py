@@ -3,13 +3,20 @@ same rules, on the real ColBench backend test tasks with the reference solutions
 and on a variant where every tenth answer loops forever. One run, both graders, same machine.
 
     python benchmarks/bench_grader.py                       # ../shared/colbench/backend_test.jsonl
-    python benchmarks/bench_grader.py --timeout 0.2 --workers 2
+    python benchmarks/bench_grader.py --timeout 0.2 --workers 2 --rounds 5
+    python benchmarks/bench_grader.py --timeout 0.2 --grader_root ../old   # another checkout's
 
 The in-process grader is what the original does: the word list on the whole answer,
 ``exec``/``eval`` in the grading process with a module's globals and a function's locals,
 one task after another, a SIGALRM timer per test, ``expected == got`` compared in place. It
 is only safe on trusted code and is here as the yardstick. Targets: at least 0.5x its speed
 on plain answers, faster on loops.
+
+Each round grades every variant once with each grader, alternating, each run in a fresh
+process (the in-process grader keeps what the references import and allocate, and its speed
+swings by a fifth from one run to the next in one process); the medians over the rounds and
+the median of the rounds' ratios are the figures. ``--grader_root`` grades the sandboxed side
+with another checkout's grader (a ``git worktree`` of an older commit, say), the rest the same.
 """
 
 from __future__ import annotations
@@ -19,15 +26,14 @@ import os
 import re
 import signal
 import sys
-import time
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from sweet_rl.grading.code_extraction import extract_code, is_blocked  # noqa: E402
 from sweet_rl.flags import Options, flag  # noqa: E402
-from sweet_rl.grading.grader import Grader  # noqa: E402
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_TASKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
                              "colbench", "backend_test.jsonl")
 
@@ -109,31 +115,96 @@ class BenchOptions(Options):
     timeout: float = flag("seconds per test case.", 1.0)
     workers: int = flag("sandbox workers (0: one per core).", 0)
     loop_every: int = flag("every this-many-th answer never returns.", 10)
+    rounds: int = flag("rounds, each grading every variant once with each grader.", 3)
+    grader_root: str = flag("the checkout whose sandboxed grader runs (empty: this one).", "")
+
+
+# one side of one round, in a fresh interpreter: rewards and seconds as one JSON line
+_SIDE = """
+import json, sys, time
+side, root, items_path, timeout, workers = sys.argv[1:6]
+items = json.load(open(items_path))
+if side == "sandboxed":
+    sys.path.insert(0, root)
+    import sweet_rl
+    from sweet_rl.grading.grader import Grader
+    start = time.perf_counter()
+    grader = Grader("benchmark", timeout=float(timeout), workers=int(workers))
+    rewards = [r.reward for r in grader.grade(items, progress=False)]
+    seconds = time.perf_counter() - start
+    extra = {"isolation": grader.isolation, "package": sweet_rl.__file__}
+else:
+    sys.path.insert(0, root + "/benchmarks")
+    from bench_grader import grade_in_process
+    start = time.perf_counter()
+    rewards = grade_in_process(items, float(timeout))
+    seconds = time.perf_counter() - start
+    extra = {}
+print(json.dumps(dict(rewards=rewards, seconds=seconds, **extra)))
+"""
+
+
+def _side(side: str, root: str, items_path: str, opts: BenchOptions, workers: int) -> dict:
+    import subprocess
+
+    found = subprocess.run([sys.executable, "-c", _SIDE, side, root, items_path,
+                            str(opts.timeout), str(workers)], capture_output=True, text=True)
+    if found.returncode:
+        raise SystemExit(f"bench_grader: the {side} grader failed:\n{found.stderr[-3000:]}")
+    result = json.loads(found.stdout.strip().splitlines()[-1])
+    if side == "sandboxed":  # the package imported must be the one asked for
+        package = os.path.realpath(result["package"])
+        if not package.startswith(os.path.realpath(root) + os.sep):
+            raise SystemExit(f"bench_grader: sweet_rl came from {package}, not {root}")
+    return result
+
+
+def _median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def bench(opts: BenchOptions) -> None:
-    timeout, loop_every = opts.timeout, opts.loop_every
+    import tempfile
+
+    loop_every = opts.loop_every
     with open(opts.tasks_path) as handle:
         tasks = [json.loads(line) for line in handle][:opts.num_tasks]
     workers = opts.workers or os.cpu_count() or 1
     plain = [(t["ground_truth"], t["ground_truth"], t["test_cases"]) for t in tasks]
     loops = [(looping(t["ground_truth"]) if i % loop_every == 0 else t["ground_truth"],
               t["ground_truth"], t["test_cases"]) for i, t in enumerate(tasks)]
-    print(f"{len(tasks)} tasks, {timeout} s per test, sandbox workers: {workers}, "
-          f"cores: {os.cpu_count()}")
-    for name, items in (("plain answers", plain), (f"1 in {loop_every} answers loops", loops)):
-        start = time.perf_counter()
-        grader = Grader("benchmark", timeout=timeout, workers=workers)
-        ours = [r.reward for r in grader.grade(items, progress=False)]
-        ours_s = time.perf_counter() - start
-        start = time.perf_counter()
-        theirs = grade_in_process(items, timeout)
-        theirs_s = time.perf_counter() - start
-        agree = sum(a == b for a, b in zip(ours, theirs))
-        print(f"{name}: sandboxed {len(items) / ours_s:.1f} tasks/s ({ours_s:.1f} s), "
-              f"in-process {len(items) / theirs_s:.1f} tasks/s ({theirs_s:.1f} s), "
-              f"ratio {theirs_s / ours_s:.2f}x, same reward on {agree}/{len(items)} tasks")
-    print(f"sandbox isolation: {grader.isolation}")
+    root = os.path.abspath(opts.grader_root or REPO)
+    print(f"{len(tasks)} tasks, {opts.timeout} s per test, sandbox workers: {workers}, "
+          f"cores: {os.cpu_count()}, rounds: {opts.rounds}, sandboxed grader from {root}")
+    variants = (("plain answers", plain), (f"1 in {loop_every} answers loops", loops))
+    speeds = {name: {"sandboxed": [], "in-process": [], "ratio": []} for name, _ in variants}
+    with tempfile.TemporaryDirectory(prefix="bench_grader_items_") as scratch:
+        for round_number in range(1, opts.rounds + 1):
+            for name, items in variants:
+                path = os.path.join(scratch, "items.json")
+                with open(path, "w") as handle:
+                    json.dump(items, handle)
+                ours = _side("sandboxed", root, path, opts, workers)
+                theirs = _side("in-process", REPO, path, opts, workers)
+                agree = sum(a == b for a, b in zip(ours["rewards"], theirs["rewards"]))
+                ratio = theirs["seconds"] / ours["seconds"]
+                for key, value in (("sandboxed", len(items) / ours["seconds"]),
+                                   ("in-process", len(items) / theirs["seconds"]),
+                                   ("ratio", ratio)):
+                    speeds[name][key].append(value)
+                print(f"round {round_number}, {name}: sandboxed "
+                      f"{len(items) / ours['seconds']:.1f} tasks/s ({ours['seconds']:.1f} s), "
+                      f"in-process {len(items) / theirs['seconds']:.1f} tasks/s "
+                      f"({theirs['seconds']:.1f} s), ratio {ratio:.2f}x, same reward on "
+                      f"{agree}/{len(items)} tasks", flush=True)
+    for name, found in speeds.items():
+        print(f"{name}, median of {opts.rounds}: sandboxed {_median(found['sandboxed']):.1f} "
+              f"tasks/s, in-process {_median(found['in-process']):.1f} tasks/s, ratio "
+              f"{_median(found['ratio']):.2f}x (rounds: "
+              f"{', '.join(f'{r:.2f}' for r in found['ratio'])})")
+    print(f"sandbox isolation: {ours['isolation']}")
 
 
 if __name__ == "__main__":
