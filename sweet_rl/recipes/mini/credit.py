@@ -5,7 +5,8 @@ Two reproductions at once, on one pool of ``jobs`` slots, every stage of either 
 soon as a slot is free:
 
 * ``OUT/control``: the quick miniature (:data:`settings.QUICK`, the basic late_fee family),
-  where the successful dialogues show the whole skill and cloning them should win;
+  where the successful dialogues show the whole skill and cloning them should win, with the
+  same data-scaling sweep;
 * ``OUT/followup``: the followup family (:mod:`sweet_rl.recipes.mini.followup_tasks`) with
   :data:`FOLLOWUP`'s settings, the data-scaling sweep and its property check.
 
@@ -43,7 +44,8 @@ def side_settings(args: Sequence[str], environ: Mapping[str, str]
                   ) -> Tuple[str, Dict[str, RunSettings]]:
     """(the parent folder, each side's settings): the command line over the environment over
     the side's preset; the folders and the family are the side's own."""
-    presets = {"control": dict(QUICK, family="basic"), "followup": dict(FOLLOWUP)}
+    presets = {"control": dict(QUICK, family="basic", fractions=FOLLOWUP["fractions"]),
+               "followup": dict(FOLLOWUP)}
     sides, out = {}, DEFAULT_OUT
     for side in SIDES:
         preset = dict(presets[side], match_steps="True", out=DEFAULT_OUT)

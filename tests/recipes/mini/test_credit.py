@@ -25,7 +25,7 @@ def test_each_side_has_its_family_folder_and_matched_steps(tmp_path):
     assert (control.out, followup.out) == (str(tmp_path / "control"), str(tmp_path / "followup"))
     assert (control.family, control.families, control.test_tasks) == ("basic", ["late_fee"], 33)
     assert (followup.family, followup.families, followup.num_samples) == ("followup", None, 16)
-    assert followup.fractions == ["1/3", "2/3"] and control.fractions == []
+    assert followup.fractions == control.fractions == ["1/3", "2/3"]  # both sides sweep
     assert control.match_steps and followup.match_steps
     assert (control.seeds, followup.seeds, control.jobs) == ([0], [0], 2)
     assert (control.offline_from, followup.offline_from) == (None, "f.jsonl")
