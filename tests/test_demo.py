@@ -12,7 +12,7 @@ from tests.conftest import REPO_ROOT
 pytestmark = pytest.mark.slow  # the demo's stages end to end, in subprocesses
 
 
-@pytest.mark.slow(about=90)
+@pytest.mark.slow(about=200)
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_demo_script_runs_every_stage(tmp_path):
     # parts 1 and 2 (the default's learning part is the learning test's run,
@@ -60,7 +60,7 @@ def test_demo_script_runs_every_stage(tmp_path):
     assert (tmp_path / "cache" / "sweet_rl" / "tiny-llama-seed0" / "config.json").exists()
 
 
-@pytest.mark.slow(about=100)
+@pytest.mark.slow(about=110)
 @pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
 def test_frontend_demo_runs_every_stage(tmp_path, render_assets):
     """PART=3: simulate -> evaluate_html -> view on the sample frontend tasks, then the whole

@@ -117,7 +117,7 @@ def test_step_failed_carries_its_message(tmp_path):
 
 
 # the GPU check's CPU dry run: every step, the miniature included (minutes)
-@pytest.mark.slow(about=170)
+@pytest.mark.slow(about=120)
 @pytest.mark.usefixtures("shared_memory_op")
 def test_dry_run_goes_through_every_step_on_the_cpu(tmp_path):
     out = tmp_path / "out"

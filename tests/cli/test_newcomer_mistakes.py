@@ -213,7 +213,7 @@ def test_evaluate_names_rows_with_simulator_errors_and_can_skip_them(tmp_path, c
     assert metrics["skipped_errors"] == 1 and metrics["success"] == 100.0
 
 
-@pytest.mark.slow(about=30)
+@pytest.mark.slow(about=50)
 def test_the_readme_local_server_recipe_works_when_pasted(tmp_path, repo_root):
     """The README's "Run against a local simulator server" commands, as written (but the
     install line, already done here), on a free port, in an empty folder."""

@@ -180,7 +180,7 @@ def test_no_request_leaves_the_machine(pool):
             assert entry["status"] == 403  # refused by the local proxy, never forwarded
 
 
-@pytest.mark.slow(about=25)
+@pytest.mark.slow(about=30)
 def test_hostile_pages_are_bounded(assets_dir, chromium_ok):
     release = threading.Event()
 

@@ -97,6 +97,7 @@ needs_cpu_ops = pytest.mark.skipif(
            "install a C++ compiler and Python's headers (Debian: g++ python3-dev)")
 
 
+@pytest.mark.slow(about=50)
 @needs_cpu_ops
 def test_zero3_on_cpu_matches_single_process_training(tiny_model_dir, tmp_path, shared_memory_op):
     from sweet_rl.stages.train import train_dpo
@@ -141,6 +142,7 @@ def test_zero3_on_cpu_matches_single_process_training(tiny_model_dir, tmp_path, 
     assert model.generate(torch.tensor([[0, 2]]), max_new_tokens=3, do_sample=False).shape[1] > 2
 
 
+@pytest.mark.slow(about=40)
 @needs_cpu_ops
 def test_zero3_regression_head_saves_gathered_and_loads(tiny_model_dir, tmp_path,
                                                         shared_memory_op):

@@ -28,7 +28,7 @@ def tiny_vlm_dir(tmp_path_factory):
 
 
 # DeepSpeed's launcher, ZeRO-3 with two processes
-@pytest.mark.slow
+@pytest.mark.slow(about=60)
 @needs_cpu_ops
 def test_zero3_vlm_head_saves_gathered_and_loads(tiny_vlm_dir, tmp_path, shared_memory_op):
     import torch

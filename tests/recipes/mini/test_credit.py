@@ -74,7 +74,7 @@ def test_both_sides_run_at_once_on_one_pool_and_both_tables_come_out(tmp_path, m
 
 
 # the followup family's reduced run: every stage of three methods (minutes)
-@pytest.mark.slow(about=220)
+@pytest.mark.slow(about=50)
 def test_reduced_followup_run_sweeps_and_matches_steps(tmp_path, repo_root, tiny_model_dir):
     from sweet_rl.io import write_jsonl
     from sweet_rl.models.hf_generation import load_tokenizer

@@ -68,8 +68,14 @@ def scheduler(stage_path, tmp_path, monkeypatch):
     """A scheduler whose stages can import fs_stage; one server for every test here (the same
     interpreter and environment)."""
     monkeypatch.setenv("PYTHONPATH", stage_path)
-    return lambda preload=True, jobs=1: Scheduler(jobs, 1, str(tmp_path / "logs"),
-                                                  preload=preload)
+
+    def make(preload=True, jobs=1):
+        run = Scheduler(jobs, 1, str(tmp_path / "logs"), preload=preload)
+        # pytest names the running test in the environment; a server serves one environment,
+        # so without this every test would start (and pay for) a server of its own
+        run.env.pop("PYTEST_CURRENT_TEST", None)
+        return run
+    return make
 
 
 def _in_step(run, name, *args):
@@ -144,6 +150,7 @@ def test_the_server_ends_when_its_recipe_closes_it(stage_path):
         server.run(["-c", "pass"])
 
 
+@pytest.mark.slow(about=20)  # two trainings, one of them in a fresh interpreter
 def test_a_real_training_gives_the_same_bytes_forked_or_fresh(tiny_model_dir, tmp_path):
     data = trajectories(tmp_path / "traj.jsonl")
     results = {}

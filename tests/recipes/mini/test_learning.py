@@ -20,7 +20,7 @@ import sys
 import pytest
 
 # the quick miniature's warm start, SWEET-RL and Best-of-8 (the suite's longest test)
-pytestmark = pytest.mark.slow(about=900)
+pytestmark = pytest.mark.slow(about=950)
 
 # success points (of 99 held-out dialogues) by which SWEET-RL must beat the zero-shot agent.
 # Measured at commit 819855c (docs/mini_reproduction.md, "The quick miniature"): +26.2, +22.2,

@@ -15,7 +15,7 @@ import pytest
 
 from sweet_rl.io import read_jsonl
 
-pytestmark = pytest.mark.slow(about=200)  # every stage of every method, reduced (minutes)
+pytestmark = pytest.mark.slow(about=130)  # every stage of every method, reduced (minutes)
 
 METHODS = ("zero_shot", "rft", "multiturn_dpo", "sweet", "sweet_no_gt", "sweet_sum")
 

@@ -74,7 +74,7 @@ def test_the_warm_start_stage_restricts_families_and_keeps_its_agent_prompt(tmp_
 
 
 # the warm-start recipe end to end, reduced (minutes)
-@pytest.mark.slow(about=50)
+@pytest.mark.slow(about=30)
 def test_reduced_warm_start_follows_the_protocol(tmp_path, repo_root):
     """A small warm start through the real stages: its agent, at temperature 1.0, ends most
     held-out dialogues with the answer marker (the code itself may be wrong: too few steps)."""
