@@ -25,17 +25,17 @@ import json
 import os
 import re
 import signal
+import statistics
 import sys
 from dataclasses import dataclass
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
 
 from sweet_rl.grading.code_extraction import extract_code, is_blocked  # noqa: E402
 from sweet_rl.flags import Options, flag  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_TASKS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
-                             "colbench", "backend_test.jsonl")
+DEFAULT_TASKS = os.path.join(REPO, "..", "shared", "colbench", "backend_test.jsonl")
 
 
 class _TestTimeout(Exception):
@@ -159,12 +159,6 @@ def _side(side: str, root: str, items_path: str, opts: BenchOptions, workers: in
     return result
 
 
-def _median(values):
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def bench(opts: BenchOptions) -> None:
     import tempfile
 
@@ -181,28 +175,30 @@ def bench(opts: BenchOptions) -> None:
     variants = (("plain answers", plain), (f"1 in {loop_every} answers loops", loops))
     speeds = {name: {"sandboxed": [], "in-process": [], "ratio": []} for name, _ in variants}
     with tempfile.TemporaryDirectory(prefix="bench_grader_items_") as scratch:
+        paths = {}  # each variant's items, written once for every run that grades them
+        for number, (name, items) in enumerate(variants):
+            paths[name] = os.path.join(scratch, f"items{number}.json")
+            with open(paths[name], "w") as handle:
+                json.dump(items, handle)
         for round_number in range(1, opts.rounds + 1):
             for name, items in variants:
-                path = os.path.join(scratch, "items.json")
-                with open(path, "w") as handle:
-                    json.dump(items, handle)
-                ours = _side("sandboxed", root, path, opts, workers)
-                theirs = _side("in-process", REPO, path, opts, workers)
+                ours = _side("sandboxed", root, paths[name], opts, workers)
+                theirs = _side("in-process", REPO, paths[name], opts, workers)
                 agree = sum(a == b for a, b in zip(ours["rewards"], theirs["rewards"]))
-                ratio = theirs["seconds"] / ours["seconds"]
-                for key, value in (("sandboxed", len(items) / ours["seconds"]),
-                                   ("in-process", len(items) / theirs["seconds"]),
-                                   ("ratio", ratio)):
-                    speeds[name][key].append(value)
-                print(f"round {round_number}, {name}: sandboxed "
-                      f"{len(items) / ours['seconds']:.1f} tasks/s ({ours['seconds']:.1f} s), "
-                      f"in-process {len(items) / theirs['seconds']:.1f} tasks/s "
-                      f"({theirs['seconds']:.1f} s), ratio {ratio:.2f}x, same reward on "
+                found = speeds[name]
+                found["sandboxed"].append(len(items) / ours["seconds"])
+                found["in-process"].append(len(items) / theirs["seconds"])
+                found["ratio"].append(theirs["seconds"] / ours["seconds"])
+                print(f"round {round_number}, {name}: sandboxed {found['sandboxed'][-1]:.1f} "
+                      f"tasks/s ({ours['seconds']:.1f} s), in-process "
+                      f"{found['in-process'][-1]:.1f} tasks/s ({theirs['seconds']:.1f} s), "
+                      f"ratio {found['ratio'][-1]:.2f}x, same reward on "
                       f"{agree}/{len(items)} tasks", flush=True)
     for name, found in speeds.items():
-        print(f"{name}, median of {opts.rounds}: sandboxed {_median(found['sandboxed']):.1f} "
-              f"tasks/s, in-process {_median(found['in-process']):.1f} tasks/s, ratio "
-              f"{_median(found['ratio']):.2f}x (rounds: "
+        median = {key: statistics.median(values) for key, values in found.items()}
+        print(f"{name}, median of {opts.rounds}: sandboxed {median['sandboxed']:.1f} "
+              f"tasks/s, in-process {median['in-process']:.1f} tasks/s, ratio "
+              f"{median['ratio']:.2f}x (rounds: "
               f"{', '.join(f'{r:.2f}' for r in found['ratio'])})")
     print(f"sandbox isolation: {ours['isolation']}")
 
