@@ -50,7 +50,13 @@ def decode(text: str) -> object:
         raise DecodeError("not a wire text, or longer than the encoder writes")
     try:
         tokens = _DECODER.decode(text)
-        return _decode_tokens(tokens if type(tokens) is list else [tokens])
+        kind = type(tokens)
+        # the commonest outputs, a number or a string, are their own token
+        if kind is int or kind is float or kind is bool or tokens is None:
+            return tokens
+        if kind is str and tokens[:1] == "'":
+            return tokens[1:]
+        return _decode_tokens(tokens if kind is list else [tokens])
     except DecodeError:
         raise
     except Exception as error:  # noqa: BLE001 - malformed text of any kind

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from sweet_rl.grading.code_extraction import extract_code, is_blocked
-from sweet_rl.grading.sandbox.client import SandboxWorker, weakest
+from sweet_rl.grading.sandbox.client import SandboxWorker, close_all, weakest
 from sweet_rl.grading.test_report import result_entry
 from sweet_rl.grading.verdicts import judge
 
@@ -97,38 +97,45 @@ class Grader:
         self._reference_cache: Dict[tuple, List[List[str]]] = {}
 
     def grade(self, items: Sequence[GradeItem], progress: bool = False) -> List[GradeResult]:
-        from tqdm import tqdm
-
         results: List[Optional[GradeResult]] = [None] * len(items)
         todo: "queue.Queue[int]" = queue.Queue()
         for index in range(len(items)):
             todo.put(index)
-        bar = tqdm(total=len(items), desc=f"grading ({self.rules} rules)", disable=not progress)
+        bar = None  # without a bar tqdm is not even imported (some 30 ms of a short batch)
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(items), desc=f"grading ({self.rules} rules)")
         lock = threading.Lock()
         failures: List[BaseException] = []
         self.isolation = {}
 
         def work(slot: int) -> None:
+            pair: List[SandboxWorker] = []
             try:
-                with (
-                    SandboxWorker(2 * slot, self.scratch_root, self.memory_mb) as reference_worker,
-                    SandboxWorker(2 * slot + 1, self.scratch_root, self.memory_mb) as answer_worker,
-                ):
-                    pair = (reference_worker, answer_worker)
+                # both started before either is waited for: they confine and warm up side by
+                # side (and beside the other threads' workers)
+                for number in (2 * slot, 2 * slot + 1):
+                    pair.append(SandboxWorker(number, self.scratch_root, self.memory_mb,
+                                              wait=False))
+                reference_worker, answer_worker = (worker.ready() for worker in pair)
+                with lock:
+                    self._note_isolation(pair)
+                index, started = _take(todo), None
+                while index is not None:
+                    following = _take(todo)
+                    upcoming = None if following is None else items[following]
+                    results[index], started = self._grade_one(
+                        items[index], reference_worker, answer_worker, started, upcoming)
+                    index = following
                     with lock:
-                        self._note_isolation(pair)
-                    index, started = _take(todo), None
-                    while index is not None:
-                        following = _take(todo)
-                        upcoming = None if following is None else items[following]
-                        results[index], started = self._grade_one(
-                            items[index], reference_worker, answer_worker, started, upcoming)
-                        index = following
-                        with lock:
-                            self._note_isolation(pair)  # a restart may have lost a layer
+                        self._note_isolation(pair)  # a restart may have lost a layer
+                        if bar is not None:
                             bar.update(1)
             except BaseException as error:  # surfaced below, after every thread stopped
                 failures.append(error)
+            finally:
+                close_all(pair)
 
         threads = [threading.Thread(target=work, args=(slot,), daemon=True)
                    for slot in range(min(self.workers, max(1, len(items))))]
@@ -136,7 +143,8 @@ class Grader:
             thread.start()
         for thread in threads:
             thread.join()
-        bar.close()
+        if bar is not None:
+            bar.close()
         if failures:
             raise failures[0]
         return results  # type: ignore[return-value]

@@ -66,6 +66,12 @@ def cut(text: str, limit: int = MAX_CHARS) -> str:
 def short_repr(value: object, limit: int = MAX_CHARS) -> str:
     """A repr-like text of a decoded output, at most ``limit`` characters, made in time
     bounded by ``limit``. Never raises: what cannot be written is named instead."""
+    kind = type(value)  # the commonest outputs first: the text the writer would give
+    if kind is str:
+        return cut(repr(value[:limit + 2])[:limit + 1], limit)
+    if (kind is int and value.bit_length() <= MAX_INT_BITS) or kind is float or kind is bool \
+            or value is None:
+        return cut(repr(value)[:limit + 1], limit)
     writer = _Writer(limit + 1)  # one more than shown, to know whether it was cut
     try:
         _write(value, writer, 0)

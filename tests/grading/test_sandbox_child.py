@@ -106,3 +106,35 @@ def test_strict_rules_send_a_comparisons_operands(child):
     assert child._run_test(compiled, code, "f(1) == 2", "benchmark") is True  # evaluated whole
     assert child._run_test(compiled, code, "[f(1)]", "strict") == [2]  # not a comparison
     assert json.loads(child._encode_output(compared)) == ["?<,==,id1", 0, 2, 2, None]
+
+
+def test_only_outputs_that_take_time_to_encode_ask_the_worker_for_an_allowance(child):
+    # a number, a short text or a short flat container of them is encoded at once: no "E"
+    # packet (no wake-up of the worker); anything nested, long or of another type asks first
+    import socket
+
+    asks = {"f(1)": False, "f('a')": False, "f([1, 'b', None, 2.5])": False,
+            "f({'k': 1.5, 2: True})": False, "f(set())": False, "f((1,) * 64)": False,
+            "f((1,) * 65)": True, "f([[1]])": True, "f({1: [1]})": True,
+            "f(['a' * 5000])": True, "f('a' * 70000)": True, "f(Sub([1]))": True}
+    code = "class Sub(list):\n    pass\n\ndef f(x):\n    return x\n"
+    nonce = b"0" * child.NONCE_LENGTH
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    given = iter(asks)
+    try:
+        child.run_tests(code, len(asks), 0, "benchmark", 10.0, nonce,
+                        lambda: next(given, None), out=theirs.fileno())
+        theirs.close()
+        kinds = []
+        while True:
+            packet = ours.recv(1 << 20)
+            if not packet:
+                break
+            assert packet.startswith(nonce)
+            kinds.append(packet[len(nonce):len(nonce) + 1])
+    finally:
+        ours.close()
+    assert kinds[0] == b"B"
+    records = b"".join(kinds[1:]).replace(b"+", b"").split(b" ")[:-1]  # each: b"E" or b""
+    assert [record == b"E" for record in records] == list(asks.values())
+    assert child._quick([1, "x"]) and not child._quick(type("L", (list,), {})([1]))

@@ -165,3 +165,21 @@ def test_every_wait_status_is_described_without_raising():
     assert by_signal[39] == "killed by SIGRTMIN+6"  # 40: no name in Python's enum
     assert all(word.startswith("killed by ") for word in by_signal)
     assert all(isinstance(word, str) and word for word in words[67:])
+
+
+def test_workers_started_side_by_side_serve_and_close_together(scratch):
+    # the grader starts a thread's two workers before waiting for either, and ends both
+    # before waiting for either: each still greets, serves, and leaves nothing behind
+    from sweet_rl.grading.sandbox.client import close_all
+
+    pair = [SandboxWorker(slot, scratch, wait=False) for slot in (0, 1)]
+    try:
+        assert all(worker.ready().isolation["fork_server"] for worker in pair)
+        assert pair[1].run("def f(x):\n    return x + 1\n", ["f(1)"], "strict", 5.0, 256) \
+            == [["ok", "2"]]
+        scratches = [worker.scratch for worker in pair]
+    finally:
+        close_all(pair)
+    assert worker_processes(scratch) == []
+    assert all(worker.process is None for worker in pair)
+    assert not any(os.path.exists(path) for path in scratches)

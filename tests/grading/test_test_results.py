@@ -109,6 +109,32 @@ def test_short_repr_of_each_kind_of_decoded_value():
     assert short_repr(big) == "{'k': '" + "v" * (MAX_CHARS - 10) + "..."
 
 
+def test_numbers_and_strings_take_a_short_way_to_the_same_text_and_value():
+    # the grading process writes and decodes these commonest outputs without the general
+    # writer and token loop; the texts and values must be the general paths' to the letter
+    from sweet_rl.grading.decode import _decode_tokens
+    from sweet_rl.grading.test_report import _Full, _write, _Writer, cut
+
+    def general(value, limit):
+        writer = _Writer(limit + 1)
+        try:
+            _write(value, writer, 0)
+        except _Full:
+            pass
+        return cut("".join(writer.parts), limit)
+
+    values = ["", "x'y\"z", "a" * 197, "a" * 198, "a" * 199, "a" * 300, "\u00e9\n" * 150, 0, -3,
+              10 ** 190, 1 << 640, 1.5, -0.0, float("inf"), float("nan"), True, None]
+    for value in values:
+        for limit in (MAX_CHARS, 5, 3, 2, 1, 0):
+            assert short_repr(value, limit) == general(value, limit), (value, limit)
+        wire = encode(value)
+        tokens = __import__("json").loads(wire)
+        expected = _decode_tokens(tokens if type(tokens) is list else [tokens])
+        got = decode(wire)
+        assert type(got) is type(expected) and repr(got) == repr(expected), value
+
+
 def test_a_hostile_answer_graded_in_the_sandbox_keeps_a_short_text():
     hostile = ("def f(x):\n    value = 'core'\n    for _ in range(1000):\n"
                "        value = [value]\n    return ['x' * 30000000, value, set(range(400000))]\n")

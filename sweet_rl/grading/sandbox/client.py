@@ -107,10 +107,23 @@ def remove_scratch(path: str) -> None:
         logger.warning("%d entries of the sandbox folder %s could not be removed", left, path)
 
 
+def close_all(workers: List["SandboxWorker"]) -> None:
+    """Close ``workers``, each told to end before any is waited for (they wind down side by
+    side); never raises for one that failed to close."""
+    for worker in workers:
+        worker.end_input()
+    for worker in workers:
+        try:
+            worker.close()
+        except Exception as error:  # noqa: BLE001 - the others must still be closed
+            logger.warning("sandbox worker %d did not close cleanly: %s", worker.slot, error)
+
+
 class SandboxWorker:
     """One worker process. Not thread-safe: give each thread its own."""
 
-    def __init__(self, slot: int, scratch_root: Optional[str] = None, memory_mb: int = 2048):
+    def __init__(self, slot: int, scratch_root: Optional[str] = None, memory_mb: int = 2048,
+                 wait: bool = True):
         self.slot = slot
         self.scratch_root = scratch_root
         self.memory_mb = memory_mb  # the children's memory cgroup's bound (see sandbox_memory)
@@ -123,9 +136,16 @@ class SandboxWorker:
         self.lost: List[str] = []
         self.refused = 0  # result packets refused (written by answers, not by the sandbox)
         self._pending: Optional[tuple] = None
-        self._start()
+        self._spawn()
+        if wait:
+            self.ready()
 
     def _start(self) -> None:
+        self._spawn()
+        self.ready()
+
+    def _spawn(self) -> None:
+        """Start the worker process; :meth:`ready` waits for its greeting."""
         self.scratch = tempfile.mkdtemp(
             prefix=f"sweet_rl_sandbox{self.slot}_", dir=self.scratch_root
         )
@@ -157,7 +177,19 @@ class SandboxWorker:
             command,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
             cwd=self.scratch, start_new_session=True, bufsize=0)
+        os.set_blocking(self.process.stdin.fileno(), False)  # every write has a deadline
         self._buffer = []  # what was read of the next line, in pieces (none holds a newline)
+        self._command = command
+        self._greeted = False
+
+    def ready(self) -> "SandboxWorker":
+        """Wait for the started worker's greeting (its isolation); raises SandboxError when
+        it did not come. Workers started with ``wait=False`` confine and warm themselves up
+        side by side, each on its own CPU time, until this is called."""
+        if self._greeted:
+            return self
+        self._greeted = True
+        command = self._command
         hello = self._read_line(START_LIMIT)
         try:
             greeting = json.loads(hello) if hello else {}
@@ -177,6 +209,7 @@ class SandboxWorker:
             self.weakest = weakest(self.weakest, self.isolation)
         else:
             self.weakest = dict(self.isolation)
+        return self
 
     def run(self, code: str, tests: List[str], rules: str, timeout: float,
             memory_mb: int, reference: bool = False) -> List[List[str]]:
@@ -194,6 +227,7 @@ class SandboxWorker:
     def submit(self, code: str, tests: List[str], rules: str, timeout: float,
                memory_mb: int, reference: bool = False) -> None:
         """Send a job without waiting, so the caller can do other work; then :meth:`collect`."""
+        self.ready()
         job = json.dumps({"code": code, "tests": tests, "rules": rules, "timeout": timeout,
                           "memory_mb": memory_mb, "reference": reference})
         seconds = job_deadline(len(tests), timeout)
@@ -223,7 +257,6 @@ class SandboxWorker:
         data = memoryview((job + "\n").encode())
         deadline = time.monotonic() + seconds
         fd = self.process.stdin.fileno()
-        os.set_blocking(fd, False)
         while data:
             try:
                 data = data[os.write(fd, data):]
@@ -274,12 +307,22 @@ class SandboxWorker:
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
 
+    def end_input(self) -> None:
+        """Tell the worker to end (end of its input: it kills its children and exits)
+        without waiting for it: :meth:`close` then waits. Closing several workers, end the
+        input of each first, so they wind down side by side."""
+        if self.process is not None and not self.process.stdin.closed:
+            try:
+                self.process.stdin.close()
+            except OSError:
+                pass
+
     def close(self) -> None:
         if self.process is not None:
-            try:  # end of input: the worker kills its children and exits
-                self.process.stdin.close()
+            self.end_input()
+            try:
                 self.process.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 pass
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)

@@ -43,6 +43,28 @@ NONCE_LENGTH = 32  # hex characters of the per-job nonce that starts every packe
 MAX_PACKET = 60000  # bytes of a record per packet (well under the socket's send buffer)
 _monotonic = time.monotonic  # captured here: an answer rebinding time.monotonic changes nothing
 _QUICK = frozenset((int, float, bool, str, type(None)))  # outputs encoded at once
+_SHORT_TEXT = 65536  # characters of a string output that is encoded at once
+_FLAT = frozenset((list, tuple, set, frozenset, dict))
+_FLAT_ITEMS = 64  # entries of a flat container of quick values that is encoded at once
+_ITEM_TEXT = 4096  # characters of each string in such a container
+
+
+def _quick(value):
+    """Whether ``value`` is encoded at once: a number, a short text, or a list, tuple, set or
+    dict of at most ``_FLAT_ITEMS`` numbers and short texts. No encoding allowance is asked
+    for those, so the worker is not woken for it. Exact types only: iterating them runs no
+    code of the answer."""
+    kind = type(value)
+    if kind in _QUICK:
+        return kind is not str or len(value) <= _SHORT_TEXT
+    if kind not in _FLAT or len(value) > _FLAT_ITEMS:
+        return False
+    for items in ((value.keys(), value.values()) if kind is dict else (value,)):
+        for item in items:
+            kind = type(item)
+            if kind not in _QUICK or (kind is str and len(item) > _ITEM_TEXT):
+                return False
+    return True
 
 
 class _TestTimeout(BaseException):
@@ -253,11 +275,12 @@ def run_tests(code, count, start, rules, timeout, nonce, next_test, out=RESULT_F
                 value = _run_test(compiled, code, expression, rules)
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 ended = _clock()  # encoding is not the answer's time (its size is bounded)
-                if type(value) not in _QUICK or (type(value) is str and len(value) > 65536):
-                    # the worker gives encoding its own allowance (a number or a short text
-                    # is written at once: no packet, no wake-up of the worker)
+                BUILTINS.restore()  # first: the check below uses type() and len()
+                if not _quick(value):
+                    # the worker gives encoding its own allowance (a number, a short text or
+                    # a short flat container of them is written at once: no packet, no
+                    # wake-up of the worker)
                     send_packet(out, nonce + b"E")
-                BUILTINS.restore()
                 line = (index, "ok", _encode_output(value))
             except _TestTimeout:
                 BUILTINS.restore()

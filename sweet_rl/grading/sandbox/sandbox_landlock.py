@@ -92,8 +92,15 @@ def _fs_rights(abi: int) -> int:
     return rights
 
 
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+def _ancestors(path: str) -> Iterable[str]:
+    """The strict ancestors of a normalized absolute ``path`` (no trailing or doubled
+    separator: what ``realpath`` and ``scandir`` give), nearest first."""
+    end = path.rfind(os.sep)
+    while end > 0:
+        yield path[:end]
+        end = path.rfind(os.sep, 0, end)
+    if path != os.sep:
+        yield os.sep
 
 
 def _library_folders(roots: Iterable[str]) -> set[str]:
@@ -131,13 +138,7 @@ def _hidden_paths(folders: dict[str, tuple]) -> set[str]:
 
 def _covered(path: str, folders: set[str]) -> bool:
     """Whether a strict ancestor of ``path`` is in ``folders``."""
-    while True:
-        parent = os.path.dirname(path)
-        if parent == path:
-            return False
-        if parent in folders:
-            return True
-        path = parent
+    return any(parent in folders for parent in _ancestors(path))
 
 
 def readable_roots(extra: Iterable[str] = ()) -> list[str]:
@@ -163,14 +164,17 @@ def readable_roots(extra: Iterable[str] = ()) -> list[str]:
         (os.path.realpath(folder), HIDDEN_PATTERNS) for folder in extra if os.path.isdir(folder)
     )
     hidden = _hidden_paths(folders)
+    # each path's checks walk its own ancestors (a set lookup each), never the hidden list:
+    # a site-packages folder has hundreds of entries and a dozen hidden ones
+    above_hidden = {parent for path in hidden for parent in _ancestors(path)}
     readable, listable, seen = set(), set(), set()
 
     def cover(path: str) -> None:
         """Add rules that allow reading beneath ``path`` except the hidden paths."""
-        if path in seen or any(_within(path, h) for h in hidden):
+        if path in seen or path in hidden or _covered(path, hidden):
             return
         seen.add(path)
-        if not any(_within(h, path) for h in hidden):
+        if path not in above_hidden:
             readable.add(path)
             return
         listable.add(path)  # an ancestor of something hidden: one rule per entry instead

@@ -115,11 +115,11 @@ def collect(child, task, index, results, status_of, give, received, setup_by=Non
 
     ``status_of(child, seconds)`` is the wait status of a child that ended (None when not
     known within ``seconds``). ``give(i, deadline)`` sends test ``i``'s expression to the
-    child, giving up at
-    ``deadline``: right after the begin packet for the first, right after each record for
-    the next. Each test gets ``timeout + GRACE`` seconds from then, and ``ENCODE_GRACE``
-    more once (``SETUP_LIMIT`` for the begin packet); an overrun, a dead child or a socket
-    hung up fails that test. ``received`` (``[bytes]``) counts the job's packets, across
+    child, giving up at ``deadline``: right after the begin packet for the first, right after
+    each record for the next; it returns whether it sent one (nothing when the tests went
+    ahead). Each test gets ``timeout + GRACE`` seconds from then, and ``ENCODE_GRACE`` more
+    once (``SETUP_LIMIT`` for the begin packet); an overrun, a dead child or a socket hung up
+    fails that test. ``received`` (``[bytes]``) counts the job's packets, across
     the children one job may need, against ``MAX_REPLY_BYTES``; ``setup_by`` is when the
     begin packet is due (default: ``SETUP_LIMIT`` from now).
     """
@@ -180,7 +180,10 @@ def collect(child, task, index, results, status_of, give, received, setup_by=Non
             if index < len(results):
                 encoding, started = False, time.monotonic()
                 deadline = started + timeout + GRACE
-                give(index, deadline)
+                if give(index, deadline):
+                    # the child can send nothing for this test before it has read it: the
+                    # next select, not another read now, finds what it sends
+                    break
         if child.pidfd in ready:
             # it ended; its files closed before its pidfd turned readable, so its socket is
             # hung up once what it sent before it ended is read (the next passes)

@@ -226,13 +226,14 @@ class Worker:
 
     def _give(self, child, lines, index, deadline):
         """Test ``index``'s line to the child, when its clock starts (see collect); the
-        channel closes after the last test, so the child's harness ends there. Nothing when
-        the tests went ahead."""
+        channel closes after the last test, so the child's harness ends there. Nothing (False)
+        when the tests went ahead."""
         if child.job_fd is None:
-            return
+            return False
         self._write(child, lines[index], deadline)
         if index == len(lines) - 1:
             self._close_channel(child)
+        return True
 
     # -- jobs ------------------------------------------------------------------------------
     def run(self, job):
