@@ -20,8 +20,11 @@ EXTRAS = {
     # beautifulsoup4 and numpy: imported by ColBench reference solutions (conformance test)
     # ruff: the style test (tests/test_style.py) checks the settings in pyproject.toml
     # pytest-xdist: the suite runs on two workers (addopts in pyproject.toml)
+    # fire: the GPU check's install step checks it imports (benchmarks/gpu_install.py); its CPU
+    # dry run (tests/test_gpu_check.py) finds it in the test environment
     "dev": ["pytest>=8", "pytest-timeout>=2.3", "pytest-xdist>=3.5", "selenium>=4.10",
-            "transformers[serving]>=4.57", "beautifulsoup4>=4.9", "numpy>=1.24", "ruff>=0.5"],
+            "transformers[serving]>=4.57", "beautifulsoup4>=4.9", "numpy>=1.24", "ruff>=0.5",
+            "fire>=0.5"],
 }
 # The tests run the training stages, DeepSpeed's launcher included (ZeRO-3 on the CPU), and
 # the frontend stages (Chromium rendering, CLIP on random weights, WebSight-shaped local files).
