@@ -4,7 +4,9 @@ Prompts are chat-formatted with the tokenizer's own template, left-padded and ge
 mini-batches; generation stops at the tokenizer's end-of-turn tokens (``<|eot_id|>`` for
 Llama-3). Sampling is reproducible per row: each row draws its tokens from its own generator,
 seeded with the row's seed, so its sample does not depend on the rows that share its batch
-(:class:`RowSampler`). Greedy decoding (temperature 0) is transformers' own.
+(:class:`RowSampler`). Greedy decoding (temperature 0) is transformers' own. A batch of one
+prompt repeated (Best-of-N's candidates) reads the prompt once and decodes the copies together
+(:mod:`sweet_rl.models.shared_prompt`), with the same tokens as ``generate()``.
 
 :meth:`HFGenerator.generate_with_stops` also tells, per row, which end-of-turn token the
 generation stopped on (``None`` when it ran out of ``max_new_tokens``): the decoded text never
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import logging
 from typing import Dict, List, NamedTuple, Optional, Sequence
+
+from sweet_rl.models import shared_prompt
 
 logger = logging.getLogger(__name__)
 
@@ -187,6 +191,15 @@ class HFGenerator:
         outputs: List[Generation] = []
         for start in range(0, len(prompts), self.batch_size):
             chunk = prompts[start:start + self.batch_size]
+            if shared_prompt.applies(self.model, chunk):  # N samples of one prompt
+                processor = RowSampler(seeds[start:start + self.batch_size], temperature,
+                                       self.top_p) if sampling else None
+                new_tokens = shared_prompt.generate_shared(
+                    self.model, shared_prompt.prompt_ids(self.tokenizer, chunk[0], self.device),
+                    len(chunk), max_new_tokens, self.stop_ids, self.tokenizer.pad_token_id,
+                    processor)  # [B, new]
+                outputs.extend(self._generations(new_tokens))
+                continue
             batch = self.tokenizer(chunk, return_tensors="pt", padding=True,
                                    add_special_tokens=False).to(self.device)
             # Sampling goes through RowSampler under greedy generate(); warpers stay off.
@@ -199,8 +212,12 @@ class HFGenerator:
             with torch.no_grad():
                 generated = self.model.generate(**batch, **kwargs)  # [B, prompt+new]
             new_tokens = generated[:, batch["input_ids"].shape[1]:]  # [B, new]
-            texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-            outputs.extend(Generation(text, first_stop(row, self.stop_ids),
-                                      generated_length(row, self.stop_ids))
-                           for text, row in zip(texts, new_tokens.tolist()))
+            outputs.extend(self._generations(new_tokens))
         return outputs
+
+    def _generations(self, new_tokens) -> List[Generation]:
+        """Each row of new tokens ``[B, new]`` (pads after its stop) as a :class:`Generation`."""
+        texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+        return [Generation(text, first_stop(row, self.stop_ids),
+                           generated_length(row, self.stop_ids))
+                for text, row in zip(texts, new_tokens.tolist())]

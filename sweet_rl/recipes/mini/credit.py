@@ -37,6 +37,7 @@ FOLLOWUP = {"family": "followup", "agent_prompt": "mini", "train_tasks": "400",
             "num_samples": "16", "agent_lr": "3e-5", "fractions": "1/3,2/3",
             "methods": "rft,multiturn_dpo,sweet,sweet_no_gt", "bon_critics": ""}
 SIDES = ("control", "followup")
+PRIORITY = {"followup": 0, "control": 1}
 DEFAULT_OUT = "outputs/mini_credit"
 
 
@@ -48,7 +49,9 @@ def side_settings(args: Sequence[str], environ: Mapping[str, str]
                "followup": dict(FOLLOWUP)}
     sides, out = {}, DEFAULT_OUT
     for side in SIDES:
-        preset = dict(presets[side], match_steps="True", out=DEFAULT_OUT)
+        # one warm-start training at a time: both sides build theirs at once, so a second
+        # try trained beside the first would take a busy slot, not an idle one
+        preset = dict(presets[side], match_steps="True", tries_at_once="1", out=DEFAULT_OUT)
         offline = environ.get(f"{side.upper()}_OFFLINE_FROM")
         if offline:
             preset["offline_from"] = offline
@@ -78,7 +81,9 @@ def credit(out: str, sides: Dict[str, RunSettings]) -> str:
         runs[side] = Scheduler.for_settings(s, os.path.join(s.out, "logs"), pool)
         pool = runs[side].slots
     top = Scheduler.for_settings(first, os.path.join(out, "logs"), pool)
-    top.finish(*(top.start(side, reproduce, s, runs[side]) for side, s in sides.items()))
+    # at equal seeds the followup side's stages first: its chains are the longer
+    top.finish(*(top.start(side, reproduce, s, runs[side], priority=PRIORITY[side])
+                 for side, s in sides.items()))
     titles = {"control": "Control: the quick miniature (basic late_fee family)",
               "followup": "The followup family"}
     parts = []

@@ -144,7 +144,9 @@ def reproduce(s: RunSettings, run: Optional[Scheduler] = None) -> None:
                   if name in RunSettings.__dataclass_fields__ and name != "max_new_tokens"}
         build_agent(BuildSettings(**dict(shared, out=warm, measure=False, logs=logs)), run)
     methods = Methods(s, run, warm, configs)
-    run.finish(*(run.start(f"seed{seed}", seed_run, methods, seed) for seed in s.seeds))
+    # the first seed's chain is the longest (it carries the Best-of-N curve): its stages first
+    run.finish(*(run.start(f"seed{seed}", seed_run, methods, seed, priority=rank)
+                 for rank, seed in enumerate(s.seeds)))
     run.mini("table", s.out, "--seconds", str(int(time.time() - started)))
 
 

@@ -15,15 +15,69 @@ order in which stages happen to run: every stage is seeded and reads only the fi
 
 from __future__ import annotations
 
+import contextlib
+import heapq
+import itertools
 import os
 import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 
 import sweet_rl
 from sweet_rl.recipes.mini import forkserver
+
+
+# the priority of the step this thread runs (a tuple: smaller goes first), read by every
+# scheduler: a step started by one recipe's scheduler runs stages on another's
+_PRIORITY = threading.local()
+
+
+class Slots:
+    """``count`` slots for stage commands, handed out by priority: when a slot frees, the
+    waiting request with the smallest key goes first (the earliest among equal keys).
+
+    A recipe's stages form chains of very different lengths (the first seed's chain carries
+    the Best-of-N curve); served first come, first served, a long chain could start last and
+    run alone at the end on one core. Serving the first seed (and, side by side, the longer
+    family) first keeps every slot busy until the end. The order changes no number.
+    """
+
+    def __init__(self, count: int) -> None:
+        self.free = count
+        self.waiting: List[Tuple[Tuple[int, ...], int]] = []  # a heap of (key, arrival)
+        self.arrivals = itertools.count()
+        self.changed = threading.Condition()
+
+    def acquire(self, blocking: bool = True, key: Tuple[int, ...] = ()) -> bool:
+        with self.changed:
+            ticket = (key, next(self.arrivals))
+            if not blocking:
+                if not self.free or (self.waiting and self.waiting[0] < ticket):
+                    return False
+                self.free -= 1
+                return True
+            heapq.heappush(self.waiting, ticket)
+            while not (self.free and self.waiting[0] == ticket):
+                self.changed.wait()
+            heapq.heappop(self.waiting)
+            self.free -= 1
+            self.changed.notify_all()  # the next in line may take a slot still free
+            return True
+
+    def release(self) -> None:
+        with self.changed:
+            self.free += 1
+            self.changed.notify_all()
+
+    @contextlib.contextmanager
+    def held(self, key: Tuple[int, ...] = ()) -> Iterator[None]:
+        self.acquire(key=key)
+        try:
+            yield
+        finally:
+            self.release()
 
 
 class StepFailed(RuntimeError):
@@ -45,11 +99,11 @@ class Scheduler:
     stage."""
 
     def __init__(self, jobs: int, threads: int, logs: str, python: str = sys.executable,
-                 device: str = "", slots: Optional[threading.BoundedSemaphore] = None,
+                 device: str = "", slots: Optional[Slots] = None,
                  preload: bool = False) -> None:
         self.python, self.logs = python, logs
         # ``slots``: another scheduler's, so that two recipes side by side share one pool
-        self.slots = slots if slots is not None else threading.BoundedSemaphore(jobs)
+        self.slots = slots if slots is not None else Slots(jobs)
         self.local = threading.local()  # the open log of the step this thread runs
         self.lock = threading.Lock()
         count = str(threads)
@@ -70,7 +124,7 @@ class Scheduler:
 
     @classmethod
     def for_settings(cls, settings, logs: str,
-                     slots: Optional[threading.BoundedSemaphore] = None) -> "Scheduler":
+                     slots: Optional[Slots] = None) -> "Scheduler":
         """The scheduler a recipe's settings ask for (JOBS, THREADS, PYTHON, DEVICE, PRELOAD);
         ``slots``: another scheduler's pool to share."""
         return cls(settings.slots(), settings.threads, logs, settings.python, settings.device,
@@ -94,7 +148,7 @@ class Scheduler:
     def python_command(self, args: Sequence[str]) -> None:
         """``python ARGS`` once a slot is free (held until it ends); output to the step's log."""
         handle = getattr(self.local, "log", None)
-        with self.slots:
+        with self.slots.held(getattr(_PRIORITY, "key", ())):
             if self.preload and args[0] == "-m":
                 if handle:
                     handle.flush()
@@ -114,12 +168,19 @@ class Scheduler:
         """The miniature's command ``sweet-rl mini NAME ARGS``."""
         self.python_command(["-m", "sweet_rl.recipes.mini", name, *args])
 
-    def start(self, name: str, function: Callable[..., Any], *args: Any) -> Step:
-        """``function(*args)`` in the background, its output in ``logs/NAME.log``."""
+    def start(self, name: str, function: Callable[..., Any], *args: Any,
+              priority: Optional[int] = None) -> Step:
+        """``function(*args)`` in the background, its output in ``logs/NAME.log``. Its stage
+        commands (and its own steps') wait for a slot with this step's priority: ``priority``
+        (smaller first) before the starting step's, or the starting step's alone."""
         step = Step(name, os.path.join(self.logs, f"{name}.log"))
         self.announce(f"start {name} (log: {step.log})")
+        key = getattr(_PRIORITY, "key", ())
+        if priority is not None:
+            key = (priority, *key)
 
         def run() -> None:
+            _PRIORITY.key = key
             with open(step.log, "w", buffering=1) as handle:
                 self.local.log = handle
                 try:

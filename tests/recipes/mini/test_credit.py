@@ -29,6 +29,8 @@ def test_each_side_has_its_family_folder_and_matched_steps(tmp_path):
     assert control.match_steps and followup.match_steps
     assert (control.seeds, followup.seeds, control.jobs) == ([0], [0], 2)
     assert (control.offline_from, followup.offline_from) == (None, "f.jsonl")
+    # both sides build their warm agents at once: one SFT try at a time on each
+    assert control.tries_at_once == followup.tries_at_once == 1
     # about 500 held-out dialogues per method and seed on the followup side
     assert followup.test_tasks * followup.eval_rollouts == 501
 
@@ -53,10 +55,13 @@ def test_both_sides_run_at_once_on_one_pool_and_both_tables_come_out(tmp_path, m
     from sweet_rl.recipes.mini import credit as recipe
     from sweet_rl.recipes.mini import reproduction
 
-    seen, both_started = {}, threading.Barrier(2, timeout=30)
+    from sweet_rl.recipes.mini import schedule
+
+    seen, both_started, keys = {}, threading.Barrier(2, timeout=30), {}
 
     def fake_reproduce(s, run):
         seen[s.family] = run
+        keys[s.family] = schedule._PRIORITY.key  # the followup side's stages go first
         both_started.wait()  # each side waits for the other: they run at once
         os.makedirs(s.out, exist_ok=True)
         with open(os.path.join(s.out, "table.md"), "w") as handle:
@@ -66,6 +71,7 @@ def test_both_sides_run_at_once_on_one_pool_and_both_tables_come_out(tmp_path, m
     out, sides = side_settings([], {"OUT": str(tmp_path), "JOBS": "3"})
     text = recipe.credit(out, sides)
     assert seen["basic"].slots is seen["followup"].slots  # one pool of JOBS slots
+    assert keys == {"followup": (0,), "basic": (1,)}
     assert seen["basic"].logs == str(tmp_path / "control" / "logs")
     assert text.startswith("## Control: the quick miniature (basic late_fee family)\n\n"
                            "| basic table |\n\n## The followup family\n\n| followup table |")

@@ -55,6 +55,53 @@ def test_one_job_runs_the_stages_one_after_another(tmp_path, capsys):
     assert _most_at_once(spans) == 1
 
 
+def test_a_freed_slot_goes_to_the_waiting_request_with_the_smallest_key_then_the_earliest():
+    import threading
+    import time
+
+    from sweet_rl.recipes.mini.schedule import Slots
+
+    slots, order, lock = Slots(1), [], threading.Lock()
+    assert slots.acquire()  # the one slot held while the others line up
+
+    def wait(key, name):
+        with slots.held(key):
+            with lock:
+                order.append(name)
+
+    threads = []
+    for key, name in (((2,), "seed2"), ((1, 1), "control seed1"), ((1, 0), "followup seed1"),
+                      ((1, 0), "followup seed1, later"), ((), "no priority")):
+        threads.append(threading.Thread(target=wait, args=(key, name)))
+        threads[-1].start()
+        deadline = time.monotonic() + 10
+        while len(slots.waiting) < len(threads) and time.monotonic() < deadline:
+            time.sleep(0.01)  # each request in line before the next arrives
+    assert len(slots.waiting) == 5 and not slots.acquire(blocking=False)
+    slots.release()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert order == ["no priority", "followup seed1", "followup seed1, later", "control seed1",
+                     "seed2"]
+    assert slots.acquire(blocking=False) and not slots.acquire(blocking=False)
+
+
+def test_a_step_s_priority_goes_before_the_one_it_was_started_from(tmp_path):
+    from sweet_rl.recipes.mini import schedule
+
+    run, seen = Scheduler(1, 1, str(tmp_path / "logs")), {}
+
+    def inner():
+        seen["inner"] = schedule._PRIORITY.key
+
+    def outer():
+        seen["outer"] = schedule._PRIORITY.key
+        run.finish(run.start("seed1", inner, priority=1), run.start("plain", lambda: None))
+
+    run.finish(run.start("side", outer, priority=0))
+    assert seen == {"outer": (0,), "inner": (1, 0)}
+
+
 def test_a_failed_step_fails_the_recipe_after_the_others_end_and_shows_its_log(tmp_path,
                                                                                 capfd):
     run = Scheduler(1, 1, str(tmp_path / "logs"))
