@@ -17,9 +17,22 @@ SHARED_COLBENCH = Path(os.environ.get("SWEET_RL_COLBENCH")
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+# The suite keeps Python's bytecode caches even where PYTHONDONTWRITEBYTECODE is set (container
+# images often set it): otherwise each of its processes would compile the package and rewrite
+# the assertions of every test module again at every start, some 6 s per process on a 2-core
+# machine. The caches are __pycache__ folders, which git ignores.
+sys.dont_write_bytecode = False
+
 # Tests never reach a model hub: everything they load is built locally.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+# Two workers on two cores: torch's default of one thread per core in each would put four busy
+# threads on two cores, and its OpenMP threads spin while they wait, so a small training step
+# takes several times longer than alone. One thread per worker (and per process it starts,
+# which inherit the setting) unless the caller chose a number. Set before any test imports torch.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def colbench_file(name: str) -> Path:
@@ -70,6 +83,7 @@ def render_assets(tmp_path_factory) -> str:
 # it, when it lacks the mark (tests/test_markers.py checks the rule itself).
 SLOW_FIXTURES = {
     "render_assets": "real Chromium",
+    "browser": "real Chromium",
     "shared_memory_op": "DeepSpeed's launcher",
     "served": "a real transformers serve",
     "servers": "vLLM's OpenAI servers",

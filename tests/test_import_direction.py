@@ -5,6 +5,7 @@ every import it makes, at the top or inside a function, is checked against the l
 """
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,10 @@ def _imports(path: Path):
                 yield f"{base}.{alias.name}"
 
 
-MODULES = {_module_name(p): sorted(set(_imports(p))) for p in sorted(PACKAGE.rglob("*.py"))}
+@functools.cache
+def modules() -> dict:
+    """Each module's imports, parsed once a test asks (not while tests are collected)."""
+    return {_module_name(p): sorted(set(_imports(p))) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def _within(name: str, package: str) -> bool:
@@ -47,19 +51,19 @@ def _within(name: str, package: str) -> bool:
 
 
 def _offenders(importer: str, imported: str):
-    return sorted(f"{module} imports {name}" for module, names in MODULES.items()
+    return sorted(f"{module} imports {name}" for module, names in modules().items()
                   if _within(module, importer) for name in names if _within(name, imported))
 
 
 def test_the_parser_sees_the_package():
-    assert "sweet_rl.cli.main" in MODULES and "sweet_rl.types" in MODULES
-    assert "sweet_rl.types" in MODULES["sweet_rl.models.openai_compat"]
+    assert "sweet_rl.cli.main" in modules() and "sweet_rl.types" in modules()
+    assert "sweet_rl.types" in modules()["sweet_rl.models.openai_compat"]
 
 
 def test_the_top_level_holds_only_the_shared_helpers():
     """Everything else lives in a room (a package); the top level keeps the bottom layer and
     the small helpers every room shares."""
-    loose = sorted(name for name in MODULES if name.count(".") == 1
+    loose = sorted(name for name in modules() if name.count(".") == 1
                    and not (PACKAGE / name.split(".")[1]).is_dir())
     assert loose == ["sweet_rl.io", "sweet_rl.layout", "sweet_rl.notices", "sweet_rl.records",
                      "sweet_rl.seeding", "sweet_rl.types"]
@@ -99,7 +103,7 @@ def test_library_layers(importer, imported):
 def test_the_bottom_layer_imports_only_itself(bottom):
     """types, records and io are what everything else builds on: they reach nothing above."""
     allowed = ("sweet_rl.types", "sweet_rl.records", "sweet_rl.io")
-    above = [name for name in MODULES[bottom] if _within(name, "sweet_rl")
+    above = [name for name in modules()[bottom] if _within(name, "sweet_rl")
              and name not in ("sweet_rl", "sweet_rl.__version__")
              and not any(_within(name, low) for low in allowed)]
     assert above == []
@@ -126,19 +130,19 @@ def test_sandbox_code_imports_only_the_standard_library_and_its_neighbours():
     """The trust boundary: every ``sandbox_*`` module runs in the worker or its children, which
     load their neighbours by path (``python -S``): nothing of the package above the folder, in
     particular not the grading-process modules that decode and compare what children send."""
-    inside = [name for name in MODULES if name.startswith(SANDBOX + ".sandbox_")]
+    inside = [name for name in modules() if name.startswith(SANDBOX + ".sandbox_")]
     assert f"{SANDBOX}.sandbox_worker" in inside and f"{SANDBOX}.sandbox_values" in inside
-    reached = sorted(f"{module} imports {name}" for module in inside for name in MODULES[module]
+    reached = sorted(f"{module} imports {name}" for module in inside for name in modules()[module]
                      if _within(name, "sweet_rl")
                      and not name.startswith(SANDBOX + ".sandbox_") and name != SANDBOX)
     assert reached == []
-    assert "sweet_rl.grading.decode" in MODULES and "sweet_rl.grading.compare" in MODULES
+    assert "sweet_rl.grading.decode" in modules() and "sweet_rl.grading.compare" in modules()
 
 
 def test_only_the_grader_side_reaches_into_the_sandbox_folder():
     """Above the folder, what the grading process uses of it is the worker's handle and the
     bounds of the wire format; nothing but tests would import the worker's own modules."""
-    reached = sorted({name.split(".")[3] for module, names in MODULES.items()
+    reached = sorted({name.split(".")[3] for module, names in modules().items()
                       if _within(module, "sweet_rl") and not _within(module, SANDBOX)
                       for name in names if name.startswith(SANDBOX + ".")})
     assert reached == ["client", "sandbox_values"]

@@ -95,6 +95,7 @@ def test_writes_page_sidecar_and_summary(tmp_path, capsys):
     assert not [n for n in os.listdir(page.parent) if n.startswith(".tmp-")]
 
 
+@pytest.mark.slow  # real Chromium
 def test_page_in_chromium(page, browser, tmp_path):
     from selenium.webdriver.common.by import By
 
@@ -294,6 +295,7 @@ def test_rows_without_leak_information_show_none():
     assert 'class="leak-tag"' not in text
 
 
+@pytest.mark.slow  # real Chromium
 def test_leak_tag_in_chromium(browser, tmp_path):
     from selenium.webdriver.common.by import By
 

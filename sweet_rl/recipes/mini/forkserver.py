@@ -52,14 +52,16 @@ def supported() -> bool:
 
 
 class ForkServer:
-    """One preloaded server per (interpreter, environment); :meth:`run` is thread-safe."""
+    """One preloaded server per (interpreter, environment); :meth:`run` is thread-safe.
+    ``preload=False`` imports nothing beforehand (the serving itself is the same)."""
 
-    def __init__(self, python: str, env: Dict[str, str]) -> None:
+    def __init__(self, python: str, env: Dict[str, str], preload: bool = True) -> None:
         self.requests, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.lock = threading.Lock()
         with theirs:
             self.process = subprocess.Popen(
-                [python, "-c", SERVE, str(theirs.fileno())], env=env,
+                [python, "-c", SERVE, str(theirs.fileno())] + ([] if preload else ["bare"]),
+                env=env,
                 stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),))
 
     def run(self, args: Sequence[str], log: Optional[int] = None) -> int:
@@ -222,11 +224,12 @@ def main(argv: Sequence[str]) -> None:
     import importlib
 
     requests = socket.socket(fileno=int(argv[0]))
-    for name in PRELOAD:
-        importlib.import_module(name)
-    transformers = importlib.import_module("transformers")
-    for name in PRELOAD_TRANSFORMERS:
-        getattr(transformers, name)
+    if argv[1:] != ["bare"]:
+        for name in PRELOAD:
+            importlib.import_module(name)
+        transformers = importlib.import_module("transformers")
+        for name in PRELOAD_TRANSFORMERS:
+            getattr(transformers, name)
     request = _serve(requests)
     if request is not None:
         run_stage(request)

@@ -140,10 +140,13 @@ def test_stages_run_side_by_side(scheduler, tmp_path):
     run.finish(*steps)  # each would exit 5 after 60 s without the other
 
 
-def test_the_server_ends_when_its_recipe_closes_it(stage_path):
+def test_the_server_ends_when_its_recipe_closes_it(stage_path, tmp_path):
     env = dict(os.environ, PYTHONPATH=stage_path, OMP_NUM_THREADS="1")
-    server = forkserver.ForkServer(sys.executable, env)
-    assert server.run(["-m", "fs_stage", "exit", "0"], os.open(os.devnull, os.O_WRONLY)) == 0
+    # what was imported beforehand plays no part in closing: a server without the preload
+    server = forkserver.ForkServer(sys.executable, env, preload=False)
+    with open(tmp_path / "log", "w") as log:
+        assert server.run(["-m", "fs_stage", "exit", "0"], log.fileno()) == 0
+    assert (tmp_path / "log").read_text() == "fresh\n"
     server.close(wait=False)
     assert server.process.wait(timeout=30) == 0
     with pytest.raises(ValueError, match="only -m MODULE"):
