@@ -8,15 +8,21 @@
 * Trajectories for rejection fine-tuning: rows whose ``reward`` is at least ``min_reward``;
   the text is the last assistant turn's ``input + output`` (the whole chat-formatted
   dialogue) plus the end-of-turn token -- the agent's raw output is decoded without it.
+
+Reading and checking a file needs no tokenizer and imports no torch: the training stages read
+their data first, so a bad line stops a run in a fraction of a second, before the seconds it
+takes to import torch and transformers.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from sweet_rl.records import PreferencePair, RecordError, Trajectory
-from sweet_rl.training.collators import SequenceTokenizer
+
+if TYPE_CHECKING:  # the collators import torch
+    from sweet_rl.training.collators import SequenceTokenizer
 
 logger = logging.getLogger(__name__)
 
@@ -77,22 +83,27 @@ def tokenize_pairs(pairs: List[PreferencePair], seq: SequenceTokenizer) -> List[
     return examples
 
 
-def sft_text(trajectory: Trajectory, eos_token: str) -> str:
-    """The last assistant turn's prompt and generation, ended with the end-of-turn token."""
+def _check_sft_turn(trajectory: Trajectory) -> None:
     turns = trajectory.assistant_turns
     if not turns or turns[-1].input is None or turns[-1].output is None:
         raise RecordError("the last assistant turn needs 'input' and 'output'",
                           field="dialogue_history")
-    text = turns[-1].input + turns[-1].output
+
+
+def sft_text(trajectory: Trajectory, eos_token: str) -> str:
+    """The last assistant turn's prompt and generation, ended with the end-of-turn token."""
+    _check_sft_turn(trajectory)
+    last = trajectory.assistant_turns[-1]
+    text = last.input + last.output
     return text if text.endswith(eos_token) else text + eos_token
 
 
-def read_sft_examples(path: str, seq: SequenceTokenizer, min_reward: float = 1.0) -> List[dict]:
-    """``[{"sequence": Tokenized}, ...]`` for the rows with ``reward >= min_reward``."""
+def read_sft_trajectories(path: str, min_reward: float = 1.0) -> List[Trajectory]:
+    """The rows with ``reward >= min_reward``, each checked (a reward, a last assistant turn
+    with its ``input`` and ``output``); no tokenizer needed."""
     from sweet_rl.io import iter_jsonl
 
-    eos = seq.tokenizer.eos_token
-    examples, total = [], 0
+    kept, total = [], 0
     for number, trajectory in enumerate(iter_jsonl(path, Trajectory.from_dict), start=1):
         total += 1
         if trajectory.reward is None:
@@ -101,11 +112,22 @@ def read_sft_examples(path: str, seq: SequenceTokenizer, min_reward: float = 1.0
         if trajectory.reward < min_reward:
             continue
         try:
-            text = sft_text(trajectory, eos)
+            _check_sft_turn(trajectory)
         except RecordError as err:
             raise err.located(path, number) from None
-        examples.append({"sequence": seq.single(text)})
-    logger.info("%d of %d trajectories have reward >= %s", len(examples), total, min_reward)
-    if not examples:
+        kept.append(trajectory)
+    logger.info("%d of %d trajectories have reward >= %s", len(kept), total, min_reward)
+    if not kept:
         raise RecordError(f"no trajectory with reward >= {min_reward}", path=path)
-    return examples
+    return kept
+
+
+def tokenize_sft(trajectories: List[Trajectory], seq: SequenceTokenizer) -> List[dict]:
+    """``[{"sequence": Tokenized}, ...]``, one per trajectory, in order."""
+    eos = seq.tokenizer.eos_token
+    return [{"sequence": seq.single(sft_text(trajectory, eos))} for trajectory in trajectories]
+
+
+def read_sft_examples(path: str, seq: SequenceTokenizer, min_reward: float = 1.0) -> List[dict]:
+    """``[{"sequence": Tokenized}, ...]`` for the rows with ``reward >= min_reward``."""
+    return tokenize_sft(read_sft_trajectories(path, min_reward), seq)

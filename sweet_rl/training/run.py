@@ -4,7 +4,9 @@
 :func:`train_scalar_critic` (the paper's regression-head and value-function critics and its
 frontend vision-language critic, ``--critic_head``) and :func:`train_sft` (rejection
 fine-tuning) share the set-up: read and
-tokenise the data before anything is written (bad input leaves ``save_path`` untouched),
+check the data before torch is imported (a bad line stops the run in well under a second,
+with its file, line and field), tokenise it before anything is written (bad input leaves
+``save_path`` untouched),
 decide on DeepSpeed (only when ``zero_stage > 0`` and a launcher started the process), derive
 gradient accumulation from ``train_batch_size = micro_train_batch_size x world_size x
 accumulation``, train with the Trainer, save the final model with its tokenizer via
@@ -153,23 +155,32 @@ def _held_out(items, options: TrainingOptions, what: str):
     return trained
 
 
+def _read_pairs(options: PreferenceOptions):
+    """The pairs trained on, read and checked (no tokenizer, no torch needed)."""
+    from sweet_rl.training.data import read_preference_pairs
+
+    options.check_required()
+    pairs = read_preference_pairs(options.dataset, options.chosen_key,
+                                  options.rejected_key, options.prompt_key)
+    return _held_out(pairs, options, "pairs")
+
+
 def train_preference(options: PreferenceOptions) -> Dict[str, Any]:
     """DPO / Bradley-Terry training (see :class:`~sweet_rl.training.options.PreferenceOptions`)."""
+    from sweet_rl.training.data import tokenize_pairs
+
+    start = time.time()
+    pairs = _read_pairs(options)  # before torch: a bad line stops the run at once
     import torch
 
-    from sweet_rl.training.data import read_preference_pairs, tokenize_pairs
     from sweet_rl.training.collators import PreferenceCollator
     from sweet_rl.training.reference import precompute_reference_logps
     from sweet_rl.training.trainer import (MetricsJsonlCallback, PreferenceTrainer,
                                            load_causal_lm, load_unsharded)
 
-    start = time.time()
     setup = _setup(options)
     options, use_ds = setup.options, setup.use_deepspeed
     reduction = options.reduction
-    pairs = read_preference_pairs(options.dataset, options.chosen_key,
-                                  options.rejected_key, options.prompt_key)
-    pairs = _held_out(pairs, options, "pairs")
     examples = tokenize_pairs(pairs, setup.seq)
     args = setup.training_arguments()  # sets up distributed
     collator = PreferenceCollator(setup.tokenizer.pad_token_id)
@@ -210,27 +221,26 @@ def train_scalar_critic(options: PreferenceOptions) -> Dict[str, Any]:
     """A scalar-head critic (``--critic_head regression``, ``value`` or ``vlm_regression``, see
     :mod:`sweet_rl.training.heads` and :mod:`sweet_rl.training.vlm_heads`). No reference
     model: the score is the head's output."""
-    from sweet_rl.training.data import read_preference_pairs, tokenize_pairs
-    from sweet_rl.training.head_trainer import (ScalarHeadTrainer, ValueCollator,
-                                                load_for_training, read_value_rows,
-                                                tokenize_value_rows)
-    from sweet_rl.training.collators import PreferenceCollator
-    from sweet_rl.training.trainer import MetricsJsonlCallback
-
     start = time.time()
     kind = options.critic_head
     if kind not in ("regression", "value", "vlm_regression"):
         raise ValueError(f"--critic_head {kind}: train_scalar_critic trains the regression, "
                          "value or vlm_regression head (the log-prob critic is "
                          "train_preference)")
+    pairs = _read_pairs(options) if kind == "regression" else None  # before torch, as above
+    from sweet_rl.training.data import tokenize_pairs
+    from sweet_rl.training.head_trainer import (ScalarHeadTrainer, ValueCollator,
+                                                load_for_training, read_value_rows,
+                                                tokenize_value_rows)
+    from sweet_rl.training.collators import PreferenceCollator
+    from sweet_rl.training.trainer import MetricsJsonlCallback
+
     setup = _setup(options)
     options = setup.options
     pad_id = setup.tokenizer.pad_token_id
     processing, head_info = setup.tokenizer, None
     if kind == "regression":  # the log-prob critic's pairs, read and cut the same way
-        pairs = read_preference_pairs(options.dataset, options.chosen_key,
-                                      options.rejected_key, options.prompt_key)
-        examples = tokenize_pairs(_held_out(pairs, options, "pairs"), setup.seq)
+        examples = tokenize_pairs(pairs, setup.seq)
         collator = PreferenceCollator(pad_id)
         tokens = sum(len(e["chosen"].input_ids) + len(e["rejected"].input_ids)
                      for e in examples)
@@ -273,17 +283,21 @@ def _vlm_data(options: PreferenceOptions, pad_id: int):
 
 def train_sft(options: SFTOptions) -> Dict[str, Any]:
     """Supervised fine-tuning on successful trajectories (rejection fine-tuning baseline)."""
+    from sweet_rl.training.data import read_sft_trajectories, tokenize_sft
+
+    start = time.time()
+    options.check_required()
+    # read and checked before torch: a bad line stops the run at once
+    trajectories = _held_out(read_sft_trajectories(options.dataset, options.min_reward),
+                             options, "examples")
     from transformers import Trainer
 
-    from sweet_rl.training.data import read_sft_examples
     from sweet_rl.training.collators import SFTCollator
     from sweet_rl.training.trainer import MetricsJsonlCallback, load_causal_lm
 
-    start = time.time()
     setup = _setup(options)
     options = setup.options
-    examples = read_sft_examples(options.dataset, setup.seq, options.min_reward)
-    examples = _held_out(examples, options, "examples")
+    examples = tokenize_sft(trajectories, setup.seq)
     args = setup.training_arguments()
     model = load_causal_lm(options.pretrain, options, setup.use_deepspeed)
     trainer = Trainer(
