@@ -44,6 +44,26 @@ def colbench_file(name: str) -> Path:
     return path
 
 
+def once_per_run(tmp_path_factory, name: str, compute):
+    """``compute()``'s result, computed by one of the run's workers and read back (pickled) by
+    the others: a module's expensive fixture whose tests pytest-xdist spreads over both
+    workers otherwise runs once in each. Every worker's base temporary folder sits in one
+    folder of this run (``pytest-N``); a run without workers keeps the file in its own."""
+    import pickle
+
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    path = shared / f"once-{name}.pickle"
+    with FileLock(str(path) + ".lock"):
+        if not path.exists():
+            result = compute()
+            path.write_bytes(pickle.dumps(result))
+            return result
+    return pickle.loads(path.read_bytes())
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT

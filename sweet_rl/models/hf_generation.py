@@ -40,6 +40,26 @@ def load_tokenizer(path: str):
     return tokenizer
 
 
+def eos_token_of(path: str) -> str:
+    """The tokenizer's end-of-sequence token, ``AutoTokenizer.from_pretrained(path).eos_token``
+    (or ``""`` when it has none), read from a local folder's ``tokenizer_config.json`` where
+    that file names it: loading the tokenizer imports torch with transformers, about 7
+    CPU-seconds for a stage that needs one string. Anything else (a hub id, no such entry, an
+    explicit null) loads the tokenizer."""
+    import json
+    import os
+
+    config = os.path.join(path, "tokenizer_config.json")
+    if os.path.isfile(config):
+        with open(config, encoding="utf-8") as handle:
+            eos = json.load(handle).get("eos_token")
+        if isinstance(eos, dict):  # a serialized AddedToken
+            eos = eos.get("content")
+        if isinstance(eos, str) and eos:
+            return eos
+    return load_tokenizer(path).eos_token or ""
+
+
 def format_chat(tokenizer, messages: Sequence[Dict[str, object]]) -> str:
     """The exact prompt text the model sees (recorded as the turn's ``input``)."""
     return tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)

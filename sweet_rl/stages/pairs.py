@@ -53,13 +53,13 @@ def pairs(opts: PairsOptions) -> str:
     import random
 
     from sweet_rl.io import read_jsonl, write_bytes, write_sidecar
-    from sweet_rl.models.hf_generation import load_tokenizer
+    from sweet_rl.models.hf_generation import eos_token_of
     from sweet_rl.stages.factory import resolve_model
     from sweet_rl.stepwise.pairs import pair_records, sft_record
     from sweet_rl.stepwise.ranking import parse_ranked
 
     samples = read_jsonl(opts.input_path, parse_ranked)
-    eos = load_tokenizer(resolve_model(opts.tokenizer)).eos_token or ""
+    eos = eos_token_of(resolve_model(opts.tokenizer))
     started = time.time()
     dropped = 0
     if opts.get_sft:

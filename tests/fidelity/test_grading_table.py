@@ -26,6 +26,7 @@ from typing import Dict, Optional
 import pytest
 
 from sweet_rl.grading.grader import Grader
+from tests.conftest import once_per_run
 
 pytestmark = pytest.mark.slow  # the whole table graded in the sandbox
 
@@ -395,14 +396,18 @@ ROWS = [
 def graded(tmp_path_factory):
     """Every row graded under both rule sets, one batch each, in the real sandbox (2 s per
     test rather than 1: encoding a two-million-value output counts toward a test's time here,
-    and this machine is shared)."""
-    results = {}
-    for rules in ("benchmark", "strict"):
-        scratch = tmp_path_factory.mktemp(f"grading_{rules}")
-        grader = Grader(rules, timeout=2.0, memory_mb=2048, workers=2, scratch_root=str(scratch))
-        results[rules] = dict(zip([row.name for row in ROWS],
-                                  grader.grade([(r.answer, r.reference, r.tests) for r in ROWS])))
-    return results
+    and this machine is shared), once in a run: the rows' tests are spread over the workers."""
+    def grade_table():
+        results = {}
+        for rules in ("benchmark", "strict"):
+            scratch = tmp_path_factory.mktemp(f"grading_{rules}")
+            grader = Grader(rules, timeout=2.0, memory_mb=2048, workers=2,
+                            scratch_root=str(scratch))
+            graded = grader.grade([(r.answer, r.reference, r.tests) for r in ROWS])
+            results[rules] = dict(zip([row.name for row in ROWS], graded))
+        return results
+
+    return once_per_run(tmp_path_factory, "grading_table", grade_table)
 
 
 def test_row_names_are_unique():

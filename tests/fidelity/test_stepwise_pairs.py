@@ -13,8 +13,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 from sweet_rl.stages.pairs import PairsOptions, pairs
 from tests.conftest import REPO_ROOT
 
@@ -77,8 +75,8 @@ def test_stepwise_pairs_literal_output_seed_42(tmp_path, tiny_model_dir, capsys)
     assert "4 pairs from 3 turns (2 identical-text pairs dropped)" in capsys.readouterr().out
 
 
-# the stage's script end to end in a subprocess
-@pytest.mark.slow
+# the stage's script end to end in a subprocess (under a second: it reads the eos token from
+# the tokenizer's files and imports no torch)
 def test_stepwise_pairs_no_prompt_through_the_script(tmp_path, tiny_model_dir):
     ranked = _ranked(tmp_path / "ranked.jsonl")
     out = tmp_path / "pairs.jsonl"

@@ -153,8 +153,12 @@ def test_the_server_ends_when_its_recipe_closes_it(stage_path, tmp_path):
         server.run(["-c", "pass"])
 
 
-@pytest.mark.slow(about=20)  # two trainings, one of them in a fresh interpreter
-def test_a_real_training_gives_the_same_bytes_forked_or_fresh(tiny_model_dir, tmp_path):
+# two trainings and two samplings, one of each in fresh interpreters
+@pytest.mark.slow(about=30)
+def test_a_real_training_and_sampling_give_the_same_bytes_forked_or_fresh(tiny_model_dir,
+                                                                           tmp_path):
+    # the recipes' stages are forked by default; a GPU run, PRELOAD=0 and the original's
+    # commands start each one fresh: the files must not depend on which
     data = trajectories(tmp_path / "traj.jsonl")
     results = {}
     for preload in (True, False):
@@ -166,5 +170,12 @@ def test_a_real_training_gives_the_same_bytes_forked_or_fresh(tiny_model_dir, tm
         with open(out / "model.safetensors", "rb") as handle:
             weights = hashlib.sha256(handle.read()).hexdigest()
         losses = [json.loads(line)["loss"] for line in open(out / "metrics.jsonl")]
-        results[preload] = (weights, losses)
-    assert len(results[True][1]) == 2 and results[True] == results[False]
+        # candidates sampled at temperature 1.0: the generators' seeding and the sampler's
+        # arithmetic, from the model just trained
+        sampled = tmp_path / f"sampled_{preload}.jsonl"
+        run.stage("sample_best_of_n", str(data), str(sampled), "--agent_model", str(out),
+                  "--best_of_n", "4", "--max_new_tokens", "12", "--temperature", "1.0",
+                  "--seed", "0")
+        results[preload] = (weights, losses, sampled.read_bytes())
+    assert len(results[True][1]) == 2 and results[True][2].count(b"\n") == 6  # 3 rows x 2 turns
+    assert results[True] == results[False]

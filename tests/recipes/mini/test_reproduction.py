@@ -66,11 +66,11 @@ def test_reduced_reproduction_runs_every_method(tmp_path, repo_root, tiny_model_
     assert (out / "logs" / "seed0.critic_sweet.log").exists()
     assert "done  seed0.sweet" in result.stdout
 
-    # one stage at a time, each in a fresh interpreter (the first run forked them from a
-    # preloaded server), from the same warm agent: the same files, whatever ran beside what
+    # one stage at a time (the first run had two side by side), from the same warm agent:
+    # the same files, whatever ran beside what (forked or fresh stages give the same bytes:
+    # tests/recipes/mini/test_forkserver.py)
     serial = tmp_path / "serial"
-    env.update(OUT=str(serial), WARM=str(out / "warm"), JOBS="1", METHODS="sweet", BON_NS="",
-               PRELOAD="0")
+    env.update(OUT=str(serial), WARM=str(out / "warm"), JOBS="1", METHODS="sweet", BON_NS="")
     result = subprocess.run(["bash", "scripts/run_mini_reproduction.sh"], cwd=repo_root,
                             env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
