@@ -35,6 +35,16 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+# ``python -c RUN_SAYING_TORCH scripts/X.py ARGS...`` runs the script as ``python scripts/X.py
+# ARGS...`` would, then prints "torch imported: True/False" to stderr at exit: a stage that
+# must not pay for importing torch says so
+RUN_SAYING_TORCH = ("import atexit, runpy, sys\n"
+                    "atexit.register(lambda: print('torch imported:', 'torch' in sys.modules,"
+                    " file=sys.stderr))\n"
+                    "sys.argv = sys.argv[1:]\n"
+                    "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+
+
 def colbench_file(name: str) -> Path:
     """The real ColBench file ``name`` (e.g. backend_test.jsonl), or skip the test, naming it."""
     path = SHARED_COLBENCH / name

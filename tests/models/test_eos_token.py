@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from sweet_rl.models.hf_generation import eos_token_of, load_tokenizer
+from tests.conftest import REPO_ROOT, RUN_SAYING_TORCH
 
 
 def _edited_copy(src, dst, edit):
@@ -47,12 +48,10 @@ def test_the_pairs_stage_does_not_import_torch(tiny_model_dir, tmp_path):
     ranked = tmp_path / "ranked.jsonl"
     ranked.write_text("")
     out = tmp_path / "pairs.jsonl"
-    code = ("import atexit, sys\n"
-            "atexit.register(lambda: print('torch imported:', 'torch' in sys.modules))\n"
-            "from sweet_rl.cli.generate_random_pairs import main\n"
-            f"main([{str(ranked)!r}, {str(out)!r}, '--tokenizer', {tiny_model_dir!r}])\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run([sys.executable, "-c", RUN_SAYING_TORCH,
+                             "scripts/generate_random_pairs_from_ranks.py", str(ranked),
+                             str(out), "--tokenizer", tiny_model_dir],
+                            cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "eos '<|eot_id|>'" in result.stdout
-    assert result.stdout.rstrip().endswith("torch imported: False"), result.stdout
+    assert "torch imported: False" in result.stderr, result.stderr[-2000:]

@@ -7,15 +7,8 @@ import sys
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, RUN_SAYING_TORCH
 from tests.training.helpers import write_jsonl
-
-# runs a script as ``python scripts/...`` would, then says at exit whether torch was imported
-_RUN = ("import atexit, runpy, sys\n"
-        "atexit.register(lambda: print('torch imported:', 'torch' in sys.modules,"
-        " file=sys.stderr))\n"
-        "sys.argv = sys.argv[1:]\n"
-        "runpy.run_path(sys.argv[0], run_name='__main__')\n")
 
 
 def _trajectory(reward):
@@ -44,7 +37,7 @@ def test_a_bad_line_stops_training_before_torch_is_imported(case, tiny_model_dir
     script, flags, rows, said = CASES[case]
     data, save_path = write_jsonl(tmp_path / "data.jsonl", rows), tmp_path / "out"
     result = subprocess.run(
-        [sys.executable, "-c", _RUN, f"scripts/{script}", "--pretrain", tiny_model_dir,
+        [sys.executable, "-c", RUN_SAYING_TORCH, f"scripts/{script}", "--pretrain", tiny_model_dir,
          "--dataset", data, "--save_path", str(save_path), *flags],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr[-2000:]
