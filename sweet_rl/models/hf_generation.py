@@ -6,7 +6,9 @@ Llama-3). Sampling is reproducible per row: each row draws its tokens from its o
 seeded with the row's seed, so its sample does not depend on the rows that share its batch
 (:class:`RowSampler`). Greedy decoding (temperature 0) is transformers' own. A batch of one
 prompt repeated (Best-of-N's candidates) reads the prompt once and decodes the copies together
-(:mod:`sweet_rl.models.shared_prompt`), with the same tokens as ``generate()``.
+(:mod:`sweet_rl.models.shared_prompt`), with the same tokens as ``generate()``. A plain Llama
+decodes through :mod:`sweet_rl.models.llama_decode` on both paths: the same logits bit for bit,
+faster.
 
 :meth:`HFGenerator.generate_with_stops` also tells, per row, which end-of-turn token the
 generation stopped on (``None`` when it ran out of ``max_new_tokens``): the decoded text never
@@ -18,7 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Dict, List, NamedTuple, Optional, Sequence
 
-from sweet_rl.models import shared_prompt
+from sweet_rl.models import llama_decode, shared_prompt
 
 logger = logging.getLogger(__name__)
 
@@ -229,7 +231,7 @@ class HFGenerator:
                 row_seeds = seeds[start:start + self.batch_size]
                 kwargs["logits_processor"] = LogitsProcessorList(
                     [RowSampler(row_seeds, temperature, self.top_p)])
-            with torch.no_grad():
+            with torch.no_grad(), llama_decode.decoding(self.model):
                 generated = self.model.generate(**batch, **kwargs)  # [B, prompt+new]
             new_tokens = generated[:, batch["input_ids"].shape[1]:]  # [B, new]
             outputs.extend(self._generations(new_tokens))

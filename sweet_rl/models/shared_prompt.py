@@ -21,6 +21,8 @@ from __future__ import annotations
 import inspect
 from typing import Optional, Sequence
 
+from sweet_rl.models import llama_decode
+
 # model types whose causal-LM head is ``lm_head(hidden)`` with nothing after it (no soft-capping,
 # no scaling): the prefill's last hidden state turns into the same logits as in generate()
 PLAIN_DECODERS = frozenset({"llama", "mistral", "qwen2", "qwen3"})
@@ -80,13 +82,20 @@ def generate_shared(model, input_ids, rows: int, max_new_tokens: int, stop_ids: 
         cache_position = torch.tensor([prompt_len - 1], device=device)  # [1]
         stops = torch.tensor(list(stop_ids), device=device)
         unfinished = torch.ones(rows, dtype=torch.bool, device=device)  # [rows]
+        fast = llama_decode.fast_step(model, cache, max_new_tokens)  # None: model(...) decodes
         new = []
         for step in range(max_new_tokens):
-            if step:
+            if step and fast is not None and llama_decode.verdict(model, "plain"):
+                logits = fast.step(sequences[:, -1:], position)  # [rows, V]
+            elif step:
                 out = model(input_ids=sequences[:, -1:], attention_mask=mask,
                             position_ids=position, cache_position=cache_position,
                             use_cache=True, logits_to_keep=1, **{name: cache})
                 logits = out.logits[:, -1, :]  # [rows, V]
+                if fast is not None:  # this model's first step: the two must agree
+                    equal = torch.equal(fast.step(sequences[:, -1:], position), logits)
+                    llama_decode.record(model, "plain", equal)
+                    fast = fast if equal else None
             scores = logits.to(copy=True, dtype=torch.float32)  # generate()'s copy
             if processor is not None:
                 scores = processor(sequences, scores)  # [rows, V]
