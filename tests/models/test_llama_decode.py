@@ -182,3 +182,40 @@ def test_calls_that_are_not_decoding_steps_are_model_calls_own(base):
         with llama_decode.decoding(model):
             inside = model(**ids).logits
     assert torch.equal(inside, outside)
+
+
+def test_a_step_the_comparison_cannot_run_counts_as_differing(base, monkeypatch):
+    prompts, seeds = _padded_prompts(base), candidate_seeds(8, 5)
+    expected = base.generate_with_stops(prompts, seeds=seeds)
+
+    def broken(self, *args):
+        raise RuntimeError("shapes it does not know")
+
+    monkeypatch.setattr(llama_decode.LlamaStep, "step", broken)
+    monkeypatch.delattr(base.model, llama_decode._VERDICT, raising=False)
+    assert base.generate_with_stops(prompts, seeds=seeds) == expected
+    assert llama_decode.verdict(base.model, "padded") is False
+    monkeypatch.delattr(base.model, llama_decode._VERDICT)
+
+
+def test_a_static_cache_keeps_model_calls_own_steps(base, monkeypatch):
+    from transformers import LogitsProcessorList
+
+    from sweet_rl.models.hf_generation import RowSampler
+
+    ids = base.tokenizer(_padded_prompts(base)[:3], return_tensors="pt", padding=True,
+                         add_special_tokens=False)
+    calls = []
+    monkeypatch.setattr(llama_decode.LlamaStep, "step", lambda self, *a: calls.append(1))
+
+    def sample():
+        with torch.no_grad(), llama_decode.decoding(base.model):
+            return base.model.generate(**ids, max_new_tokens=6, do_sample=False,
+                                       cache_implementation="static", pad_token_id=5,
+                                       logits_processor=LogitsProcessorList(
+                                           [RowSampler([1, 2, 3], 1.0)]))  # [3, T + new]
+
+    monkeypatch.delattr(base.model, llama_decode._VERDICT, raising=False)
+    first = sample()
+    assert not calls and llama_decode.verdict(base.model, "padded") is None
+    assert torch.equal(sample(), first)
