@@ -35,14 +35,16 @@ def supports(model) -> bool:
     config = model.config
     if getattr(config, "model_type", None) != "llama":
         return False
-    rope = getattr(config, "rope_parameters", None) or {}
+    # rotary settings: ``rope_parameters`` in transformers 5, ``rope_scaling`` before
+    rope = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
     head_dim = getattr(config, "head_dim", None) or (
         config.hidden_size // config.num_attention_heads)
     plain = (rope.get("rope_type", "default") == "default"
              and getattr(config, "_attn_implementation", None) == "sdpa"
              and config.hidden_act == "silu" and head_dim <= 256
              and not config.attention_bias and not config.mlp_bias
-             and getattr(config, "pretraining_tp", 1) == 1)
+             and getattr(config, "pretraining_tp", 1) == 1
+             and not (model.training and config.attention_dropout))  # no dropout here
     if not plain or model.device.type not in ("cpu", "cuda"):
         return False
     for module in model.modules():  # hooks (offloading) and other layer types run model(...)
