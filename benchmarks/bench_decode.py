@@ -45,18 +45,14 @@ def _model(vocab: int, hidden: int, layers: int):
 def _steps(model, prompt_tokens: int, rows: int, steps: int, fast: bool):
     """(seconds per step, the logits of every step) decoding greedily after one prefill."""
     import torch
-    from transformers import DynamicCache
 
     from sweet_rl.models.llama_decode import Buffers, LlamaStep
+    from sweet_rl.models.shared_prompt import prefill
 
     torch.manual_seed(1)
     ids = torch.randint(6, model.config.vocab_size, (1, prompt_tokens))  # [1, T]
-    cache = DynamicCache(config=model.config)
     with torch.no_grad():
-        model.get_decoder()(input_ids=ids, attention_mask=torch.ones_like(ids),
-                            position_ids=torch.arange(prompt_tokens)[None], use_cache=True,
-                            cache=cache)
-        cache.batch_repeat_interleave(rows)
+        cache = prefill(model, ids, rows)[0]
         step = LlamaStep(model, Buffers(cache, steps)) if fast else None
         tokens = torch.full((rows, 1), 7)  # [rows, 1]
         position = torch.full((rows, 1), prompt_tokens)  # [rows, 1]

@@ -27,6 +27,12 @@ import inspect
 _VERDICT = "_sweet_rl_fast_decode_equal"
 
 
+def cache_keyword(model) -> str:
+    """The forward's cache keyword: ``cache`` in newer transformers, ``past_key_values`` before."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters \
+        else "past_key_values"
+
+
 def supports(model) -> bool:
     """Whether the model is the plain Llama this step reproduces."""
     import torch
@@ -174,6 +180,19 @@ def record(model, mode: str, equal: bool) -> None:
     setattr(model, _VERDICT, verdicts)
 
 
+def agrees(model, mode: str, step, expected) -> bool:
+    """Compares ``step()``'s logits with ``model(...)``'s ``expected`` [rows, V] and records
+    the verdict for ``mode``; a step that cannot run (shapes it does not know) differs."""
+    import torch
+
+    try:
+        equal = torch.equal(step(), expected)
+    except (RuntimeError, ValueError, AttributeError):
+        equal = False
+    record(model, mode, equal)
+    return equal
+
+
 def fast_step(model, cache, new_tokens: int):
     """A :class:`LlamaStep` on :class:`Buffers` for this prefill, or None where
     ``model(...)`` must decode."""
@@ -194,10 +213,8 @@ def decoding(model):
     if not supports(model):
         yield
         return
-    import torch
-
     plain = model.forward
-    name = "cache" if "cache" in inspect.signature(plain).parameters else "past_key_values"
+    name = cache_keyword(model)
 
     @functools.wraps(plain)  # generate() reads the signature: it passes what forward takes
     def forward(*args, **kwargs):
@@ -214,11 +231,7 @@ def decoding(model):
         if verdict(model, mode) is None:  # this mode's first step: the two must agree
             side = LlamaStep(model, CacheLayers(cache, grow=False))
             out = plain(*args, **kwargs)
-            try:
-                equal = torch.equal(side.step(tokens, positions, mask), out.logits[:, -1, :])
-            except (RuntimeError, ValueError, AttributeError):  # shapes it does not know
-                equal = False
-            record(model, mode, equal)
+            agrees(model, mode, lambda: side.step(tokens, positions, mask), out.logits[:, -1, :])
             return out
         logits = LlamaStep(model, CacheLayers(cache)).step(tokens, positions, mask)
         return CausalLMOutputWithPast(logits=logits[:, None, :], **{name: cache})  # [rows, 1, V]

@@ -18,7 +18,6 @@ no logits processor of its own, and a batch of identical prompts.
 
 from __future__ import annotations
 
-import inspect
 from typing import Optional, Sequence
 
 from sweet_rl.models import llama_decode
@@ -59,21 +58,14 @@ def generate_shared(model, input_ids, rows: int, max_new_tokens: int, stop_ids: 
     when ``processor`` is None), finished rows padded with ``pad_id``, stopping when every row
     has stopped or after ``max_new_tokens``."""
     import torch
-    from transformers import DynamicCache
 
     device = input_ids.device
-    # the cache's keyword: ``cache`` in newer transformers, ``past_key_values`` before
-    name = "cache" if "cache" in inspect.signature(model.forward).parameters \
-        else "past_key_values"
+    name = llama_decode.cache_keyword(model)
     prompt_len = input_ids.shape[1]
-    cache = DynamicCache(config=model.config)
     mask = torch.ones((1, prompt_len), dtype=torch.long, device=device)  # [1, T]
     positions = torch.arange(prompt_len, device=device).unsqueeze(0)  # [1, T]
     with torch.no_grad():
-        hidden = model.get_decoder()(input_ids=input_ids, attention_mask=mask,
-                                     position_ids=positions, use_cache=True,
-                                     **{name: cache}).last_hidden_state  # [1, T, H]
-        cache.batch_repeat_interleave(rows)  # every layer's keys/values: [rows, kv, T, d]
+        cache, hidden = prefill(model, input_ids, rows)  # hidden [1, T, H]
         last = hidden[:, -1:, :].repeat(rows, 1, 1)  # [rows, 1, H]
         logits = model.get_output_embeddings()(last)[:, -1, :]  # [rows, V]
         sequences = input_ids.repeat(rows, 1)  # [rows, T]
@@ -92,10 +84,9 @@ def generate_shared(model, input_ids, rows: int, max_new_tokens: int, stop_ids: 
                             position_ids=position, cache_position=cache_position,
                             use_cache=True, logits_to_keep=1, **{name: cache})
                 logits = out.logits[:, -1, :]  # [rows, V]
-                if fast is not None:  # this model's first step: the two must agree
-                    equal = torch.equal(fast.step(sequences[:, -1:], position), logits)
-                    llama_decode.record(model, "plain", equal)
-                    fast = fast if equal else None
+                if fast is not None and not llama_decode.agrees(  # the model's first step
+                        model, "plain", lambda: fast.step(sequences[:, -1:], position), logits):
+                    fast = None
             scores = logits.to(copy=True, dtype=torch.float32)  # generate()'s copy
             if processor is not None:
                 scores = processor(sequences, scores)  # [rows, V]
@@ -110,6 +101,23 @@ def generate_shared(model, input_ids, rows: int, max_new_tokens: int, stop_ids: 
             position = position + 1
             cache_position = cache_position[-1:] + 1
     return torch.stack(new, dim=1) if new else input_ids.new_zeros((rows, 0))  # [rows, new]
+
+
+def prefill(model, input_ids, rows: int):
+    """(a DynamicCache of the prompt ``input_ids`` [1, T] with every layer's keys and values
+    repeated to ``rows`` rows [rows, kv, T, d], the decoder's last hidden states [1, T, H])."""
+    import torch
+    from transformers import DynamicCache
+
+    prompt_len = input_ids.shape[1]
+    cache = DynamicCache(config=model.config)
+    hidden = model.get_decoder()(
+        input_ids=input_ids,
+        attention_mask=torch.ones((1, prompt_len), dtype=torch.long, device=input_ids.device),
+        position_ids=torch.arange(prompt_len, device=input_ids.device).unsqueeze(0),
+        use_cache=True, **{llama_decode.cache_keyword(model): cache}).last_hidden_state  # [1, T, H]
+    cache.batch_repeat_interleave(rows)
+    return cache, hidden
 
 
 def prompt_ids(tokenizer, prompt: str, device: Optional[str]):

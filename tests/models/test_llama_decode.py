@@ -21,16 +21,9 @@ def _llama(seed=0, **fields):
 
 
 def _prefilled(model, prompt_len, rows):
-    from transformers import DynamicCache
-
     ids = torch.randint(0, model.config.vocab_size, (1, prompt_len))  # [1, T]
-    cache = DynamicCache(config=model.config)
     with torch.no_grad():
-        model.get_decoder()(input_ids=ids, attention_mask=torch.ones_like(ids),
-                            position_ids=torch.arange(prompt_len)[None], use_cache=True,
-                            cache=cache)
-    cache.batch_repeat_interleave(rows)  # [rows, kv, T, d] per layer
-    return cache
+        return shared_prompt.prefill(model, ids, rows)[0]  # [rows, kv, T, d] per layer
 
 
 @pytest.mark.parametrize("padded", [False, True])  # generate()'s decoding: no mask, or padding
