@@ -70,7 +70,7 @@ def side_settings(args: Sequence[str], environ: Mapping[str, str]
 def credit(out: str, sides: Dict[str, RunSettings]) -> str:
     """Both reproductions side by side on one pool of slots, then both tables."""
     from sweet_rl.recipes.mini.reproduction import configs_folder, reproduce
-    from sweet_rl.recipes.mini.schedule import Scheduler
+    from sweet_rl.recipes.mini.schedule import Scheduler, time_ledger
 
     started = time.time()
     configs_folder()  # a checkout without configs/ stops here, before any work
@@ -90,8 +90,11 @@ def credit(out: str, sides: Dict[str, RunSettings]) -> str:
     for side, s in sides.items():
         with open(os.path.join(s.out, "table.md"), encoding="utf-8") as handle:
             parts.append(f"## {titles[side]}\n\n{handle.read().rstrip()}")
-    seconds = int(time.time() - started)
-    text = "\n\n".join(parts) + f"\n\nboth: {seconds // 60} min {seconds % 60} s\n"
+    wall = time.time() - started
+    seconds = int(wall)
+    ledger = time_ledger(pool.spent, wall, first.slots())
+    text = ("\n\n".join(parts) + f"\n\nboth: {seconds // 60} min {seconds % 60} s\n\n"
+            f"## Where the time went\n\n{ledger}\n")
     with open(os.path.join(out, "tables.md"), "w", encoding="utf-8") as handle:
         handle.write(text)
     print(text, end="")

@@ -49,6 +49,8 @@ class Slots:
         self.waiting: List[Tuple[Tuple[int, ...], int]] = []  # a heap of (key, arrival)
         self.arrivals = itertools.count()
         self.changed = threading.Condition()
+        # (step, command, seconds) of every command run in a slot: where a run's time went
+        self.spent: List[Tuple[str, str, float]] = []
 
     def acquire(self, blocking: bool = True, key: Tuple[int, ...] = ()) -> bool:
         with self.changed:
@@ -149,6 +151,7 @@ class Scheduler:
         """``python ARGS`` once a slot is free (held until it ends); output to the step's log."""
         handle = getattr(self.local, "log", None)
         with self.slots.held(getattr(_PRIORITY, "key", ())):
+            began = time.monotonic()
             if self.preload and args[0] == "-m":
                 if handle:
                     handle.flush()
@@ -157,6 +160,12 @@ class Scheduler:
             else:
                 status = subprocess.run([self.python, *args], env=self.env, stdout=handle,
                                         stderr=subprocess.STDOUT if handle else None).returncode
+            seconds = time.monotonic() - began
+        command = command_name(args)
+        with self.slots.changed:
+            self.slots.spent.append((getattr(self.local, "step", ""), command, seconds))
+        if handle is not None:  # the step's log; the recipe's own output stays its tables
+            handle.write(f"[{command}: {seconds:.1f} s in a slot]\n")
         if status:
             raise StepFailed(f"{' '.join(args[:4])} ... exited with {status}")
 
@@ -182,7 +191,7 @@ class Scheduler:
         def run() -> None:
             _PRIORITY.key = key
             with open(step.log, "w", buffering=1) as handle:
-                self.local.log = handle
+                self.local.log, self.local.step = handle, name
                 try:
                     function(*args)
                 except BaseException as err:  # noqa: BLE001 - finish reports it
@@ -211,3 +220,37 @@ class Scheduler:
             sys.stderr.write("".join(tail))
         if failed:
             raise StepFailed(f"failed: {', '.join(step.name for step in failed)}")
+
+
+def command_name(args: Sequence[str]) -> str:
+    """What a stage command is called in the time ledger: the stage (``sample``), the
+    miniature's command (``mini warm_start``) or the module."""
+    if len(args) >= 3 and args[0] == "-m":
+        if args[1] == "sweet_rl.cli.main":
+            return args[2]
+        if args[1] == "sweet_rl.recipes.mini":
+            return f"mini {args[2]}"
+    if args and args[0] in ("-m", "-c"):
+        return "python -c" if args[0] == "-c" else " ".join(args[1:2])
+    return os.path.basename(args[0]) if args else "python"
+
+
+def time_ledger(spent: Sequence[Tuple[str, str, float]], wall_seconds: float,
+                slots: int) -> str:
+    """Where a run's slot time went: minutes per command, the most first, then the sum
+    against what ``slots`` slots held over the wall time (the rest: slots idle, or waiting
+    for the next stage's files)."""
+    totals: dict = {}
+    for _step, command, seconds in spent:
+        count, total = totals.get(command, (0, 0.0))
+        totals[command] = (count + 1, total + seconds)
+    busy = sum(total for _count, total in totals.values())
+    held = max(wall_seconds * slots, 1e-9)
+    lines = ["| command | runs | slot-minutes | share |", "| --- | --- | --- | --- |"]
+    for command, (count, total) in sorted(totals.items(), key=lambda kv: -kv[1][1]):
+        lines.append(f"| {command} | {count} | {total / 60:.1f} | "
+                     f"{100 * total / max(busy, 1e-9):.1f}% |")
+    lines.append(f"\nslot-minutes in commands: {busy / 60:.1f} of {held / 60:.1f} "
+                 f"({slots} slots x {wall_seconds / 60:.1f} min wall, "
+                 f"{100 * busy / held:.1f}% busy)")
+    return "\n".join(lines)

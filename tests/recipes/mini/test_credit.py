@@ -63,6 +63,7 @@ def test_both_sides_run_at_once_on_one_pool_and_both_tables_come_out(tmp_path, m
         seen[s.family] = run
         keys[s.family] = schedule._PRIORITY.key  # the followup side's stages go first
         both_started.wait()  # each side waits for the other: they run at once
+        run.python_command(["-c", "pass"])  # a command in a slot of the shared pool
         os.makedirs(s.out, exist_ok=True)
         with open(os.path.join(s.out, "table.md"), "w") as handle:
             handle.write(f"| {s.family} table |\n")
@@ -75,7 +76,10 @@ def test_both_sides_run_at_once_on_one_pool_and_both_tables_come_out(tmp_path, m
     assert seen["basic"].logs == str(tmp_path / "control" / "logs")
     assert text.startswith("## Control: the quick miniature (basic late_fee family)\n\n"
                            "| basic table |\n\n## The followup family\n\n| followup table |")
-    assert re.search(r"\n\nboth: 0 min \d+ s\n$", text)
+    assert re.search(r"\n\nboth: 0 min \d+ s\n\n## Where the time went\n\n", text)
+    # both sides' commands in one ledger, against JOBS (3) slots over the wall time
+    assert re.search(r"\| python -c \| 2 \| \d+\.\d \| 100\.0% \|", text)
+    assert re.search(r"slot-minutes in commands: [\d.]+ of [\d.]+ \(3 slots x ", text)
     assert (tmp_path / "tables.md").read_text() == text
 
 

@@ -6,6 +6,7 @@ ones refused before any work."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -120,10 +121,40 @@ def test_a_failed_step_fails_the_recipe_after_the_others_end_and_shows_its_log(t
     assert "---- broken failed; the end of" in captured.err
     assert "the stage broke" in captured.err and "about to fail" in captured.err
     assert "never reached" not in captured.err
-    assert (tmp_path / "logs" / "good.log").read_text() == "fine\n"
+    good_log = (tmp_path / "logs" / "good.log").read_text()
+    assert re.fullmatch(r"fine\n\[python -c: \d+\.\d s in a slot\]\n", good_log)
     # the slot of the failed stage was given back: a later stage still runs with one slot
     run.python_command(["-c", "print(7)"])
     assert capfd.readouterr().out == "7\n"
+
+
+def test_every_command_s_slot_time_goes_into_one_ledger(tmp_path):
+    run = Scheduler(2, 1, str(tmp_path / "logs"))
+    run.finish(run.start("offline", run.stage, "simulate", "--help"),
+               run.start("drills", run.mini, "subset", "--help"),
+               run.start("plain", run.python_command, ["-c", "pass"]))
+    assert sorted((step, command) for step, command, _ in run.slots.spent) == [
+        ("drills", "mini subset"), ("offline", "simulate"), ("plain", "python -c")]
+    assert all(seconds > 0 for _, _, seconds in run.slots.spent)
+    assert "[simulate: " in (tmp_path / "logs" / "offline.log").read_text()
+
+
+def test_the_time_ledger_sums_slot_minutes_per_command_most_first():
+    from sweet_rl.recipes.mini.schedule import command_name, time_ledger
+
+    assert command_name(["-m", "sweet_rl.cli.main", "sample", "--x"]) == "sample"
+    assert command_name(["-m", "sweet_rl.recipes.mini", "warm_start"]) == "mini warm_start"
+    assert command_name(["-m", "json.tool"]) == "json.tool"
+    assert command_name(["script.py", "1"]) == "script.py"
+    spent = [("seed0", "sample", 300.0), ("seed1", "sample", 300.0), ("seed0", "simulate", 120.0),
+             ("seed0", "train_dpo", 180.0)]
+    text = time_ledger(spent, wall_seconds=600.0, slots=2)
+    lines = text.splitlines()
+    assert lines[2] == "| sample | 2 | 10.0 | 66.7% |"
+    assert lines[3] == "| train_dpo | 1 | 3.0 | 20.0% |"
+    assert lines[4] == "| simulate | 1 | 2.0 | 13.3% |"
+    assert lines[-1] == ("slot-minutes in commands: 15.0 of 20.0 (2 slots x 10.0 min wall, "
+                         "75.0% busy)")
 
 
 def test_knobs_come_from_the_environment_and_flags_win():
