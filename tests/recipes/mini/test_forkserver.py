@@ -20,6 +20,8 @@ from tests.training.helpers import trajectories
 
 pytestmark = pytest.mark.skipif(not forkserver.supported(), reason="fork servers are Linux's")
 
+# the line a step's log ends with once its command is done
+TIME_LINE = r"\[fs_stage: \d+\.\d s in a slot\]"
 # a stage stand-in, run as ``python -m fs_stage MODE ARGS``
 STAGE = textwrap.dedent("""\
     import atexit, os, sys, threading, time
@@ -103,14 +105,14 @@ def test_a_forked_stage_writes_to_its_log_in_order_with_the_recipe(scheduler, tm
     run.finish(started)
     lines = (tmp_path / "logs" / "echo.log").read_text().splitlines()
     assert lines[0] == "before" and lines[1] == "preloaded" and lines[-1] == "after"
-    assert re.fullmatch(r"\[fs_stage: \d+\.\d s in a slot\]", lines[-2])  # its time, once done
+    assert re.fullmatch(TIME_LINE, lines[-2])  # its time, once done
     assert sorted(lines[2:-2]) == sorted(
         ["to stdout", "to stderr", f"cwd {work} threads 1 1 args ['a b', '--flag']"])
 
 
 def test_without_preload_each_stage_is_a_fresh_interpreter(scheduler):
     text, error = _in_step(scheduler(preload=False), "fresh", "exit", "0")
-    assert error is None and re.fullmatch(r"fresh\n\[fs_stage: \d+\.\d s in a slot\]\n", text)
+    assert error is None and re.fullmatch(rf"fresh\n{TIME_LINE}\n", text)
 
 
 @pytest.mark.parametrize("args,status,shown", [
