@@ -25,25 +25,25 @@ def child():
 
 
 def test_dict_version_moves_on_every_change_and_only_then(child):
-    version = child.dict_version_reader()
-    assert version is not None, "CPython dicts carry a version tag (PEP 509)"
     mapping = {"a": 1}
-    first = version(mapping)
+    tag = child.dict_version_view(mapping)
+    assert tag is not None, "CPython dicts carry a version tag (PEP 509)"
+    first = tag.value
     _ = mapping["a"], list(mapping.items()), len(mapping)
-    assert version(mapping) == first
+    assert tag.value == first
     mapping["a"] = 2
-    second = version(mapping)
+    second = tag.value
     mapping["b"] = 3
-    third = version(mapping)
+    third = tag.value
     del mapping["b"]
-    assert len({first, second, third, version(mapping)}) == 4
+    assert len({first, second, third, tag.value}) == 4
 
 
 @pytest.mark.parametrize("use_version", [True, False], ids=["version-tag", "value-by-value"])
 def test_guard_puts_monkeypatched_builtins_back(child, use_version):
     guard = child.BuiltinsGuard()
     if not use_version:
-        guard._version_of = None
+        guard._tag = None
     original_len = builtins.len
     assert guard.unchanged()
     try:

@@ -71,19 +71,21 @@ class _TestTimeout(BaseException):
     """Raised in the child by its interval timer when a test overruns (fast runs)."""
 
 
-def _on_alarm(signum, frame):
+def on_alarm(signum, frame):
     raise _TestTimeout()
 
 
-def dict_version_reader():
-    """A function that reads a dict's private version tag, or None where that is not possible.
+def dict_version_view(mapping):
+    """A view of ``mapping``'s private version tag (its ``value`` reads the tag), or None
+    where that is not possible.
 
     CPython (PEP 509) gives every dict a tag that changes whenever the dict does. Reading it
     touches no object; comparing the builtins value by value writes to the reference count
     of every builtin, which in a fresh child copies about 70 pages of the worker (measured:
     0.14 ms, a tenth of a bare child). The tag sits right after the object header and the
     item count; a probe checks that every kind of change moves it and nothing else does, so
-    an interpreter with another layout falls back to the value-by-value check.
+    an interpreter with another layout falls back to the value-by-value check. The view is
+    made once, in the worker: a child reads it without building an object per test.
     """
     if sys.implementation.name != "cpython":
         return None
@@ -93,20 +95,21 @@ def dict_version_reader():
         return None
     offset = 3 * ctypes.sizeof(ctypes.c_ssize_t)  # ob_refcnt, ob_type, ma_used
 
-    def version(mapping):
-        return ctypes.c_uint64.from_address(id(mapping) + offset).value
+    def view(of):
+        return ctypes.c_uint64.from_address(id(of) + offset)
 
     probe = {"kept": 1}
-    seen = [version(probe), version(probe)]
+    tag = view(probe)
+    seen = [tag.value, tag.value]
     probe["kept"] = 2
-    seen.append(version(probe))
+    seen.append(tag.value)
     probe["added"] = 3
-    seen.append(version(probe))
+    seen.append(tag.value)
     del probe["added"]
-    seen.append(version(probe))
+    seen.append(tag.value)
     probe.clear()
-    seen.append(version(probe))
-    return version if seen[0] == seen[1] and len(set(seen)) == len(seen) - 1 else None
+    seen.append(tag.value)
+    return view(mapping) if seen[0] == seen[1] and len(set(seen)) == len(seen) - 1 else None
 
 
 class BuiltinsGuard:
@@ -118,16 +121,16 @@ class BuiltinsGuard:
 
     def __init__(self):
         self.pristine = dict(builtins.__dict__)
-        self._version_of = dict_version_reader()
+        self._tag = dict_version_view(builtins.__dict__)
         self._version = self._current_version()
 
     def _current_version(self):
-        return self._version_of(builtins.__dict__) if self._version_of else None
+        return self._tag.value if self._tag is not None else None
 
     def unchanged(self):
         namespace, pristine = builtins.__dict__, self.pristine
-        if self._version_of is not None:
-            return self._version_of(namespace) == self._version
+        if self._tag is not None:
+            return self._tag.value == self._version
         return (len(namespace) == len(pristine)
                 and all(map(operator.is_, namespace.values(), pristine.values()))
                 and all(map(operator.is_, namespace, pristine)))
@@ -302,9 +305,10 @@ def warm_up(devnull_fd, rounds=12):
     CPython builds some state lazily, on first use, and would otherwise build it again in
     every child, writing (so copying) pages of the worker each time: the AST node types of
     the first ``compile`` (about 1.3 ms), the encoder's caches, and each function's adapted
-    bytecode, which 3.11 rewrites after its first 8 calls and then leaves alone.
+    bytecode, which 3.11 rewrites after its first 8 calls and then leaves alone. So the job
+    comes the way a child's does, through a :class:`JobChannel` into :func:`serve`.
     """
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    previous = signal.signal(signal.SIGALRM, on_alarm)
     try:
         code = "def f(x):\n    return [x, str(x), (x, 1.5), {x: None}, {x}, x == 1]\n"
         tests = ["f(1)", "f('a')", "missing(1)", "f(2) == [2]"]
@@ -312,14 +316,25 @@ def warm_up(devnull_fd, rounds=12):
             for rules in ("benchmark", "strict"):
                 task = {"code": code, "count": len(tests), "start": 0, "rules": rules,
                         "timeout": 3600, "nonce": "0" * NONCE_LENGTH, "memory_mb": 0}
-                lines = (job_header(task) + b"".join(map(text_line, tests))).split(b"\n")
-                given = iter(lines[:-1])
-                task = parse_job(next(given), next(given))
-                run_tests(code, task["count"], 0, task["rules"], 3600, task["nonce"].encode(),
-                          lambda: parse_test(next(given, None)), out=devnull_fd)
+                read_end, write_end = os.pipe()  # the whole job fits in a pipe's buffer
+                try:
+                    os.write(write_end, job_header(task) + b"".join(map(text_line, tests)))
+                    os.close(write_end)
+                    write_end = -1
+                    channel = JobChannel(read_end)
+                    serve(parse_job(channel.line(), channel.line()), channel, _unbounded,
+                          out=devnull_fd)
+                finally:
+                    for fd in (read_end, write_end):
+                        if fd >= 0:
+                            os.close(fd)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _unbounded(job):
+    """The warm-up's bounds: none (its job is trusted)."""
 
 
 def text_line(text):
@@ -384,11 +399,11 @@ class JobChannel:
             self.pending += chunk
 
 
-def serve(job, channel, confine_for):
+def serve(job, channel, confine_for, out=RESULT_FD):
     """Run ``job``, whose tests come from ``channel``, after ``confine_for(job)`` applied the
     job's bounds (before any of its code runs). One job per child: nothing a job leaves in
     this process (patched modules, a changed decimal context, finalizers) reaches another."""
-    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGALRM, on_alarm)
     confine_for(job)
     run_tests(job["code"], job["count"], job["start"], job["rules"], job["timeout"],
-              job["nonce"].encode(), lambda: parse_test(channel.line()))
+              job["nonce"].encode(), lambda: parse_test(channel.line()), out=out)

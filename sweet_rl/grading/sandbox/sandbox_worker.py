@@ -78,6 +78,12 @@ def _high(fd, floor=64):
     return moved
 
 
+def _confine_for(task):
+    """A job's own bounds, in its child before any of its code runs."""
+    left = task["count"] - task["start"]
+    confine.limit_job(int(task["memory_mb"]), int(task["timeout"] * left + 2))
+
+
 class Worker:
     def __init__(self, slot, scratch, libraries=(), cgroup=None):
         real_root = os.getuid() == 0
@@ -154,6 +160,8 @@ class Worker:
             confine.restrict_with(self.job_layer)
             os.close(self.job_layer)
         self.seccomp.install_fork_server()
+        # the job channel's reader, made once: a child then writes to fewer inherited pages
+        self.channel = JobChannel(JOB_FD)
 
     def _child_entry(self, zygote_pid):
         """In a fresh child of the zygote: confine, take the job from its channel, run it.
@@ -171,14 +179,9 @@ class Worker:
             confine.die_with_parent(zygote_pid)  # before the filter: it refuses to change this
         self.seccomp.install_child()  # the rest of the filter came with the zygote
         os.closerange(JOB_FD + 1, 1 << 16)
-        channel = JobChannel(JOB_FD)
+        channel = self.channel
         job = parse_job(channel.line(), channel.line())
-
-        def confine_for(task):
-            left = task["count"] - task["start"]
-            confine.limit_job(int(task["memory_mb"]), int(task["timeout"] * left + 2))
-
-        serve(job, channel, confine_for)
+        serve(job, channel, _confine_for)
 
     def _fork(self):
         """A child waiting for its job: the spare one forked after the last reply, or a new

@@ -44,7 +44,6 @@ _FD_SPACE = _socket.CMSG_SPACE(CONTROL_FDS * array.array("i").itemsize)
 
 
 def send_fds(sock, data, fds):
-    fds = [fd for fd in fds if fd >= 0]
     sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))])
 
 
@@ -158,10 +157,19 @@ def _reap(pid):
     return (True, status) if done else (False, None)
 
 
+def _running(pid):
+    """Whether a child the worker is done with still runs (never blocks)."""
+    return not _reap(pid)[0]
+
+
+# where n received descriptors belong, built once (see _serve)
+_WANTED = [list(range(FIRST_CHILD_FD, FIRST_CHILD_FD + n)) for n in range(CONTROL_FDS + 1)]
+
+
 def _placed(fds):
     """The received descriptors at ``FIRST_CHILD_FD``... They land there as they arrive (the
     zygote holds nothing else below ``HIGH_FD``); anything else is moved into place."""
-    wanted = list(range(FIRST_CHILD_FD, FIRST_CHILD_FD + len(fds)))
+    wanted = _WANTED[len(fds)]
     if fds != wanted:
         moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, HIGH_FD) for fd in fds]
         for fd in fds:
@@ -173,7 +181,10 @@ def _placed(fds):
 
 
 def _serve(sock, child_entry):
-    unreaped = set()  # children the worker is done with that had not ended yet
+    """The fork server's loop. Every fork shares the zygote's pages with the new child
+    again, so each page this loop writes afterwards is copied: it allocates and touches as
+    little as it can (no comprehensions, which make a function object each time)."""
+    unreaped = []  # children the worker is done with that had not ended yet
     while True:
         try:
             data, fds = receive_fds(sock)
@@ -182,8 +193,10 @@ def _serve(sock, child_entry):
         if not data:  # the worker is gone
             return
         if data[:1] == b"F" and fds:
-            unreaped.update(int(pid) for pid in data[1:].split(b",") if pid)
-            unreaped = {pid for pid in unreaped if not _reap(pid)[0]}
+            if len(data) > 1:
+                unreaped += map(int, data[1:].split(b","))
+            if unreaped:
+                unreaped = list(filter(_running, unreaped))
             fds = _placed(fds)
             pid = os.fork()
             if pid == 0:

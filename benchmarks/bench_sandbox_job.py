@@ -1,0 +1,206 @@
+"""What one sandboxed job costs: CPU time and page faults per job through one sandbox worker.
+
+    python benchmarks/bench_sandbox_job.py                          # this checkout
+    python benchmarks/bench_sandbox_job.py --grader_root ../old     # against another one
+
+Three measurements, each in a fresh process, each round alternating this checkout and
+``--grader_root``'s (when given); the figures are the medians over the rounds:
+
+- ``trivial``: a one-line function and one test, ``--jobs`` times: what every job pays (the
+  worker's bookkeeping, the zygote's fork, the child's set-up, compile and exit);
+- ``tasks``: the real ColBench backend tasks' reference solutions, graded as answers are (one
+  test at a time), one job per task;
+- ``bare fork``: a process holding what a zygote holds (the worker's modules, warmed up the
+  same way) forking ``--jobs`` children that exit at once: the floor under every job. A graded
+  task runs two jobs, its reference's and its answer's, each in a fresh child.
+
+CPU time is that of the worker's whole process tree (the worker, its zygote and the
+children), counted once the worker is closed, less that of a worker started and closed with
+no job; faults are minor page faults, of the tree and of the zygote alone (read from
+``/proc``). The grader benchmark (``bench_grader.py``) measures the same costs end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from sweet_rl.flags import Options, flag  # noqa: E402
+
+DEFAULT_TASKS = os.path.join(REPO, "..", "shared", "colbench", "backend_test.jsonl")
+
+
+@dataclass(kw_only=True)
+class JobBenchOptions(Options):
+    """Measure what one sandboxed job costs (CPU and page faults)."""
+
+    POSITIONAL = ("tasks_path", "jobs")
+    tasks_path: str = flag("backend tasks (JSONL) for the 'tasks' measurement.", DEFAULT_TASKS)
+    jobs: int = flag("jobs per measurement (tasks: at most the file's).", 2000)
+    rounds: int = flag("rounds, each measuring every kind once per checkout.", 3)
+    grader_root: str = flag("another checkout to measure the same way (empty: none).", "")
+
+
+# one measurement in a fresh interpreter: one JSON line
+_SANDBOXED = r"""
+import json, os, resource, sys
+root, kind, jobs, tasks_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+sys.path.insert(0, root)
+import sweet_rl
+from sweet_rl.grading.sandbox.client import SandboxWorker
+
+def tree():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime, usage.ru_minflt
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+def stat(pid):  # (CPU seconds, minor faults) of a running process (None: not found)
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICK, int(fields[7])
+
+def zygote_of(worker_pid):
+    for name in os.listdir("/proc"):
+        try:
+            fields = open(f"/proc/{name}/stat").read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == str(worker_pid):  # the worker's one child is its zygote
+            return name
+    return None
+
+if kind == "trivial":
+    jobs = [("def f():\n    return 1\n", ["f()"])] * jobs
+else:
+    with open(tasks_path) as handle:
+        tasks = [json.loads(line) for line in handle][:jobs]
+    jobs = [(t["ground_truth"], list(t["test_cases"].values())) for t in tasks]
+cpu0, faults0 = tree()
+SandboxWorker(0).close()  # what starting and closing a worker costs, taken off below
+cpu1, faults1 = tree()
+worker = SandboxWorker(0)
+pids = {"worker": worker.process.pid, "zygote": zygote_of(worker.process.pid)}
+before = {name: stat(pid) for name, pid in pids.items()}
+for code, tests in jobs:
+    worker.run(code, tests, "benchmark", 1.0, 2048)
+after = {name: stat(pid) for name, pid in pids.items()}
+worker.close()
+cpu2, faults2 = tree()
+count = len(jobs)
+spent = {name: None if None in (before[name], after[name]) else
+         [(end - start) / count for start, end in zip(before[name], after[name])]
+         for name in pids}
+print(json.dumps({
+    "cpu_ms": 1e3 * ((cpu2 - cpu1) - (cpu1 - cpu0)) / count,
+    "faults": ((faults2 - faults1) - (faults1 - faults0)) / count,
+    "worker_ms": None if spent["worker"] is None else 1e3 * spent["worker"][0],
+    "zygote_ms": None if spent["zygote"] is None else 1e3 * spent["zygote"][0],
+    "zygote_faults": None if spent["zygote"] is None else spent["zygote"][1],
+    "package": sweet_rl.__file__}))
+"""
+
+# the floor: forks of a process like the zygote, children that exit at once
+_BARE_FORK = r"""
+import gc, json, os, resource, sys
+root, jobs = sys.argv[1], int(sys.argv[2])
+sandbox = os.path.join(root, "sweet_rl", "grading", "sandbox")
+sys.path.insert(0, sandbox)
+import sandbox_worker, sandbox_child  # the worker takes its folder off sys.path itself
+sandbox_child.warm_up(os.open(os.devnull, os.O_WRONLY))
+gc.collect()
+gc.freeze()
+def cpu():
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                          resource.RUSAGE_CHILDREN))
+    return (own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime,
+            own.ru_minflt + children.ru_minflt)
+cpu0, faults0 = cpu()
+for _ in range(jobs):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+cpu1, faults1 = cpu()
+print(json.dumps({"cpu_ms": 1e3 * (cpu1 - cpu0) / jobs, "faults": (faults1 - faults0) / jobs,
+                  "worker_ms": None, "zygote_ms": None, "zygote_faults": None,
+                  "package": sandbox_worker.__file__}))
+"""
+
+
+def measure(kind: str, root: str, opts: JobBenchOptions) -> dict:
+    """One measurement of ``kind`` with ``root``'s sandbox, in a fresh interpreter."""
+    if kind == "bare fork":
+        command = [sys.executable, "-S", "-c", _BARE_FORK, root, str(opts.jobs)]
+    else:
+        command = [sys.executable, "-c", _SANDBOXED, root, kind, str(opts.jobs),
+                   opts.tasks_path]
+    found = subprocess.run(command, capture_output=True, text=True)
+    if found.returncode:
+        raise SystemExit(f"bench_sandbox_job: {kind} with {root} failed:\n"
+                         f"{found.stderr[-3000:]}")
+    result = json.loads(found.stdout.strip().splitlines()[-1])
+    package = os.path.realpath(result["package"])
+    if not package.startswith(os.path.realpath(root) + os.sep):  # the checkout asked for
+        raise SystemExit(f"bench_sandbox_job: the sandbox came from {package}, not {root}")
+    return result
+
+
+def describe(figures: dict) -> str:
+    """One measurement in words: the tree's CPU and faults per job, and where known the
+    worker's and the zygote's shares (the rest is the children's)."""
+    text = f"{figures['cpu_ms']:.3f} ms CPU, {figures['faults']:.0f} faults"
+    if figures["worker_ms"] is not None and figures["zygote_ms"] is not None:
+        text += (f" (worker {figures['worker_ms']:.3f} ms; zygote {figures['zygote_ms']:.3f}"
+                 f" ms, {figures['zygote_faults']:.0f} faults)")
+    return text
+
+
+KEYS = ("cpu_ms", "faults", "worker_ms", "zygote_ms", "zygote_faults")
+
+
+def median_of(results: list) -> dict:
+    keys = KEYS
+    return {key: (None if any(r[key] is None for r in results)
+                  else statistics.median(r[key] for r in results)) for key in keys}
+
+
+def bench(opts: JobBenchOptions) -> None:
+    if opts.jobs < 1 or opts.rounds < 1:
+        raise SystemExit("bench_sandbox_job: --jobs and --rounds must be at least 1")
+    roots = {"this": REPO}
+    if opts.grader_root:
+        roots["other"] = os.path.abspath(opts.grader_root)
+    print(f"{opts.jobs} jobs per measurement, {opts.rounds} rounds, cores: {os.cpu_count()}; "
+          + ", ".join(f"{name}: {root}" for name, root in roots.items()))
+    kinds = ("trivial", "tasks", "bare fork")
+    results = {(kind, name): [] for kind in kinds for name in roots}
+    for round_number in range(1, opts.rounds + 1):
+        for kind in kinds:
+            for name, root in roots.items():
+                found = measure(kind, root, opts)
+                results[kind, name].append(found)
+                print(f"round {round_number}, {kind}, {name}: {describe(found)}", flush=True)
+    for kind in kinds:
+        medians = {name: median_of(results[kind, name]) for name in roots}
+        line = f"{kind}, median of {opts.rounds}: " + "; ".join(
+            f"{name} {describe(medians[name])}" for name in roots)
+        if "other" in medians:
+            ratio = medians["this"]["cpu_ms"] / medians["other"]["cpu_ms"]
+            line += f"; CPU this/other {ratio:.2f}x"
+        print(line)
+
+
+if __name__ == "__main__":
+    from sweet_rl.flags.command import run_stage
+
+    run_stage(bench, JobBenchOptions)
