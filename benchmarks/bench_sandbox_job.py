@@ -62,22 +62,19 @@ def tree():
 
 TICK = os.sysconf("SC_CLK_TCK")
 
-def stat(pid):  # (CPU seconds, minor faults) of a running process (None: not found)
+def fields(pid):  # /proc/<pid>/stat after the command name (None: not found)
     try:
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return (int(fields[11]) + int(fields[12])) / TICK, int(fields[7])
 
-def zygote_of(worker_pid):
-    for name in os.listdir("/proc"):
-        try:
-            fields = open(f"/proc/{name}/stat").read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[1] == str(worker_pid):  # the worker's one child is its zygote
-            return name
-    return None
+def stat(pid):  # (CPU seconds, minor faults) of a running process (None: not found)
+    found = fields(pid)
+    return None if found is None else ((int(found[11]) + int(found[12])) / TICK, int(found[7]))
+
+def zygote_of(worker_pid):  # the worker's one child is its zygote
+    return next((name for name in os.listdir("/proc")
+                 if (fields(name) or [None, None])[1] == str(worker_pid)), None)
 
 if kind == "trivial":
     jobs = [("def f():\n    return 1\n", ["f()"])] * jobs
@@ -169,9 +166,8 @@ KEYS = ("cpu_ms", "faults", "worker_ms", "zygote_ms", "zygote_faults")
 
 
 def median_of(results: list) -> dict:
-    keys = KEYS
     return {key: (None if any(r[key] is None for r in results)
-                  else statistics.median(r[key] for r in results)) for key in keys}
+                  else statistics.median(r[key] for r in results)) for key in KEYS}
 
 
 def bench(opts: JobBenchOptions) -> None:

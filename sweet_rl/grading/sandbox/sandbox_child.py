@@ -71,7 +71,7 @@ class _TestTimeout(BaseException):
     """Raised in the child by its interval timer when a test overruns (fast runs)."""
 
 
-def on_alarm(signum, frame):
+def _on_alarm(signum, frame):
     raise _TestTimeout()
 
 
@@ -308,7 +308,7 @@ def warm_up(devnull_fd, rounds=12):
     bytecode, which 3.11 rewrites after its first 8 calls and then leaves alone. So the job
     comes the way a child's does, through a :class:`JobChannel` into :func:`serve`.
     """
-    previous = signal.signal(signal.SIGALRM, on_alarm)
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
     try:
         code = "def f(x):\n    return [x, str(x), (x, 1.5), {x: None}, {x}, x == 1]\n"
         tests = ["f(1)", "f('a')", "missing(1)", "f(2) == [2]"]
@@ -316,18 +316,15 @@ def warm_up(devnull_fd, rounds=12):
             for rules in ("benchmark", "strict"):
                 task = {"code": code, "count": len(tests), "start": 0, "rules": rules,
                         "timeout": 3600, "nonce": "0" * NONCE_LENGTH, "memory_mb": 0}
-                read_end, write_end = os.pipe()  # the whole job fits in a pipe's buffer
+                read_end, write_end = os.pipe()
+                with open(write_end, "wb") as sink:  # the whole job fits in a pipe's buffer
+                    sink.write(job_header(task) + b"".join(map(text_line, tests)))
                 try:
-                    os.write(write_end, job_header(task) + b"".join(map(text_line, tests)))
-                    os.close(write_end)
-                    write_end = -1
                     channel = JobChannel(read_end)
                     serve(parse_job(channel.line(), channel.line()), channel, _unbounded,
                           out=devnull_fd)
                 finally:
-                    for fd in (read_end, write_end):
-                        if fd >= 0:
-                            os.close(fd)
+                    os.close(read_end)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -403,7 +400,7 @@ def serve(job, channel, confine_for, out=RESULT_FD):
     """Run ``job``, whose tests come from ``channel``, after ``confine_for(job)`` applied the
     job's bounds (before any of its code runs). One job per child: nothing a job leaves in
     this process (patched modules, a changed decimal context, finalizers) reaches another."""
-    signal.signal(signal.SIGALRM, on_alarm)
+    signal.signal(signal.SIGALRM, _on_alarm)
     confine_for(job)
     run_tests(job["code"], job["count"], job["start"], job["rules"], job["timeout"],
               job["nonce"].encode(), lambda: parse_test(channel.line()), out=out)
