@@ -3,13 +3,18 @@
     python benchmarks/bench_sandbox_job.py                          # this checkout
     python benchmarks/bench_sandbox_job.py --grader_root ../old     # against another one
 
-Three measurements, each in a fresh process, each round alternating this checkout and
+Four measurements, each in a fresh process, each round alternating this checkout and
 ``--grader_root``'s (when given); the figures are the medians over the rounds:
 
 - ``trivial``: a one-line function and one test, ``--jobs`` times: what every job pays (the
   worker's bookkeeping, the zygote's fork, the child's set-up, compile and exit);
 - ``tasks``: the real ColBench backend tasks' reference solutions, graded as answers are (one
   test at a time), one job per task;
+- ``warm tasks``: the same jobs through the children's own harness (the job channel, the
+  tests, the records) in one warmed-up process, with no worker, no fork and no bounds, after
+  one untimed pass over them: what the harness and the tests' own work cost once nothing is
+  fresh (the in-process grader's condition). Against ``tasks``, it splits a job into its work
+  and what running it in a fresh process adds;
 - ``bare fork``: a process holding what a zygote holds (the worker's modules, warmed up the
   same way) forking ``--jobs`` children that exit at once: the floor under every job. A graded
   task runs two jobs, its reference's and its answer's, each in a fresh child.
@@ -134,10 +139,65 @@ print(json.dumps({"cpu_ms": 1e3 * (cpu1 - cpu0) / jobs, "faults": (faults1 - fau
 """
 
 
+# the work under a job: the children's harness run warm in one process (no fork, no bounds)
+_WARM = r"""
+import inspect, json, os, resource, sys, tempfile
+root, jobs, tasks_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+sys.path.insert(0, os.path.join(root, "sweet_rl", "grading", "sandbox"))
+import sandbox_child as harness
+needed = ("JobChannel", "job_header", "parse_job", "serve", "text_line", "warm_up")
+if not (all(hasattr(harness, name) for name in needed)  # an older harness: not measurable
+        and "out" in inspect.signature(harness.serve).parameters):
+    print(json.dumps({"cpu_ms": None, "faults": None, "worker_ms": None, "zygote_ms": None,
+                      "zygote_faults": None, "package": harness.__file__}))
+    raise SystemExit(0)
+with open(tasks_path) as handle:
+    tasks = [json.loads(line) for line in handle][:jobs]
+jobs = [harness.job_header({"code": t["ground_truth"], "count": len(t["test_cases"]),
+                            "start": 0, "rules": "benchmark", "timeout": 1.0,
+                            "memory_mb": 0, "nonce": "0" * harness.NONCE_LENGTH})
+        + b"".join(map(harness.text_line, t["test_cases"].values())) for t in tasks]
+sink = os.open(os.devnull, os.O_WRONLY)
+harness.warm_up(sink)
+os.chdir(tempfile.mkdtemp(prefix="bench_sandbox_job_"))  # some references write files
+job_file = tempfile.TemporaryFile()
+screen, screen_fd = sys.stdout, os.dup(1)
+sys.stdout = open(os.devnull, "w")  # some tests print
+os.dup2(sink, 1)
+
+def run_all():
+    for data in jobs:
+        job_file.seek(0)
+        job_file.truncate()
+        job_file.write(data)
+        job_file.flush()
+        job_file.seek(0)
+        channel = harness.JobChannel(job_file.fileno())
+        harness.serve(harness.parse_job(channel.line(), channel.line()), channel,
+                      lambda job: None, out=sink)
+
+def cpu():
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime, own.ru_minflt
+
+run_all()  # imports, caches and adapted bytecode, as a long-lived grader has them
+cpu0, faults0 = cpu()
+run_all()
+cpu1, faults1 = cpu()
+os.dup2(screen_fd, 1)
+sys.stdout = screen
+print(json.dumps({"cpu_ms": 1e3 * (cpu1 - cpu0) / len(jobs),
+                  "faults": (faults1 - faults0) / len(jobs), "worker_ms": None,
+                  "zygote_ms": None, "zygote_faults": None, "package": harness.__file__}))
+"""
+
+
 def measure(kind: str, root: str, opts: JobBenchOptions) -> dict:
     """One measurement of ``kind`` with ``root``'s sandbox, in a fresh interpreter."""
     if kind == "bare fork":
         command = [sys.executable, "-S", "-c", _BARE_FORK, root, str(opts.jobs)]
+    elif kind == "warm tasks":
+        command = [sys.executable, "-c", _WARM, root, str(opts.jobs), opts.tasks_path]
     else:
         command = [sys.executable, "-c", _SANDBOXED, root, kind, str(opts.jobs),
                    opts.tasks_path]
@@ -155,6 +215,8 @@ def measure(kind: str, root: str, opts: JobBenchOptions) -> dict:
 def describe(figures: dict) -> str:
     """One measurement in words: the tree's CPU and faults per job, and where known the
     worker's and the zygote's shares (the rest is the children's)."""
+    if figures["cpu_ms"] is None:
+        return "not measurable (that checkout's harness runs a job only in a child)"
     text = f"{figures['cpu_ms']:.3f} ms CPU, {figures['faults']:.0f} faults"
     if figures["worker_ms"] is not None and figures["zygote_ms"] is not None:
         text += (f" (worker {figures['worker_ms']:.3f} ms; zygote {figures['zygote_ms']:.3f}"
@@ -178,7 +240,7 @@ def bench(opts: JobBenchOptions) -> None:
         roots["other"] = os.path.abspath(opts.grader_root)
     print(f"{opts.jobs} jobs per measurement, {opts.rounds} rounds, cores: {os.cpu_count()}; "
           + ", ".join(f"{name}: {root}" for name, root in roots.items()))
-    kinds = ("trivial", "tasks", "bare fork")
+    kinds = ("trivial", "tasks", "warm tasks", "bare fork")
     results = {(kind, name): [] for kind in kinds for name in roots}
     for round_number in range(1, opts.rounds + 1):
         for kind in kinds:
@@ -190,7 +252,8 @@ def bench(opts: JobBenchOptions) -> None:
         medians = {name: median_of(results[kind, name]) for name in roots}
         line = f"{kind}, median of {opts.rounds}: " + "; ".join(
             f"{name} {describe(medians[name])}" for name in roots)
-        if "other" in medians:
+        if "other" in medians and None not in (medians["this"]["cpu_ms"],
+                                                 medians["other"]["cpu_ms"]):
             ratio = medians["this"]["cpu_ms"] / medians["other"]["cpu_ms"]
             line += f"; CPU this/other {ratio:.2f}x"
         print(line)
