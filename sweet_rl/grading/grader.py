@@ -1,9 +1,9 @@
 """Backend grading: each answer and each reference runs in the sandbox, verdicts are made here.
 
-Per task, the reference solution and the answer are run against the task's test expressions
-in *different* sandbox workers (a worker that ran a reference never runs an answer, so no
-answer can find a reference in memory inherited from its worker), each test bounded in time
-and memory. Their outputs come back in the safe wire format of
+Per task, the reference solution and then the answer are run against the task's test
+expressions, each in fresh children of a sandbox worker's fork server (which never holds a job,
+so no answer can find a reference, or anything of another job, in the memory it inherited),
+each test bounded in time and memory. Their outputs come back in the safe wire format of
 :mod:`~sweet_rl.grading.sandbox.sandbox_values` and are compared in this process, as the published
 grader compares them in its own: a test passes when both ran and
 ``reference_output == answer_output and reference_output is not None`` holds, reference on
@@ -23,8 +23,8 @@ Besides the verdict words, each test keeps a short text of both outputs (``test_
 :mod:`~sweet_rl.grading.test_report`), written from the decoded values after the verdict, so a
 reader sees what failed and how without the grader ever running answer code to show it.
 
-Tasks are spread over ``workers`` threads, each with its own pair of worker processes, so
-grading uses every core; references are cached, so k rollouts of a task run it once.
+Tasks are spread over ``workers`` threads, each with a worker process of its own, so grading
+uses every core; references are cached, so k rollouts of a task run it once.
 """
 
 from __future__ import annotations
@@ -111,31 +111,31 @@ class Grader:
         self.isolation = {}
 
         def work(slot: int) -> None:
-            pair: List[SandboxWorker] = []
+            # One worker runs the thread's references and answers, one job after another, on
+            # one CPU (sandbox_confine.pin_to_one_cpu): a task's reference never runs beside
+            # its answer. Every job runs in fresh children of a fork server that never holds a
+            # job, so a reference and an answer need no worker apart.
+            started_workers: List[SandboxWorker] = []
             try:
-                # both started before either is waited for: they confine and warm up side by
-                # side (and beside the other threads' workers)
-                for number in (2 * slot, 2 * slot + 1):
-                    pair.append(SandboxWorker(number, self.scratch_root, self.memory_mb,
-                                              wait=False))
-                reference_worker, answer_worker = (worker.ready() for worker in pair)
+                started_workers.append(SandboxWorker(slot, self.scratch_root, self.memory_mb))
+                worker = started_workers[0]
                 with lock:
-                    self._note_isolation(pair)
+                    self._note_isolation(started_workers)
                 index, started = _take(todo), None
                 while index is not None:
                     following = _take(todo)
                     upcoming = None if following is None else items[following]
-                    results[index], started = self._grade_one(
-                        items[index], reference_worker, answer_worker, started, upcoming)
+                    results[index], started = self._grade_one(items[index], worker, started,
+                                                              upcoming)
                     index = following
                     with lock:
-                        self._note_isolation(pair)  # a restart may have lost a layer
+                        self._note_isolation(started_workers)  # a restart may lose a layer
                         if bar is not None:
                             bar.update(1)
             except BaseException as error:  # surfaced below, after every thread stopped
                 failures.append(error)
             finally:
-                close_all(pair)
+                close_all(started_workers)  # never raises
 
         threads = [threading.Thread(target=work, args=(slot,), daemon=True)
                    for slot in range(min(self.workers, max(1, len(items))))]
@@ -190,24 +190,22 @@ class Grader:
                       self.memory_mb, reference=True)
         return key
 
-    def _grade_one(self, item: GradeItem, reference_worker: SandboxWorker,
-                   answer_worker: SandboxWorker, started: Optional[tuple] = None,
+    def _grade_one(self, item: GradeItem, worker: SandboxWorker,
+                   started: Optional[tuple] = None,
                    upcoming: Optional[GradeItem] = None) -> Tuple[GradeResult, Optional[tuple]]:
         """One answer's verdict, and the key of ``upcoming``'s reference if it was sent.
 
-        ``started``: the key of this item's reference, already sent to ``reference_worker``
+        ``started``: the key of this item's reference, already sent to ``worker``
         (:meth:`_start_reference`), collected here. ``upcoming``: the item this thread grades
         next; its reference is sent once this answer's outputs are in, and runs while they
         are compared here (the answer is done: the reference runs beside nothing of it)."""
         if started is not None:  # sent ahead: collected whatever happens next
-            self._reference_cache[started] = reference_worker.collect()
-        result = self._verdict(item, reference_worker, answer_worker)
-        following = None if upcoming is None else self._start_reference(upcoming,
-                                                                         reference_worker)
+            self._reference_cache[started] = worker.collect()
+        result = self._verdict(item, worker)
+        following = None if upcoming is None else self._start_reference(upcoming, worker)
         return result() if callable(result) else result, following
 
-    def _verdict(self, item: GradeItem, reference_worker: SandboxWorker,
-                 answer_worker: SandboxWorker):
+    def _verdict(self, item: GradeItem, worker: SandboxWorker):
         """The verdict, or (once the answer ran) a function that compares its outputs."""
         answer, reference_code, test_cases = item
         tests = list(test_cases.values())
@@ -221,18 +219,18 @@ class Grader:
                        for test in tests]
             return GradeResult(0.0, 0, len(tests), blocked_word=blocked,
                                tests=["blocked"] * len(tests), test_results=not_run)
-        # the reference first, then the answer: both workers share one CPU (see
-        # sandbox_confine.pin_to_one_cpu), and an answer must never lose time to its reference.
-        # A reference runs in fresh children like an answer: nothing it does to its process
-        # (a patched module, a changed decimal context, a finalizer) reaches another task's
+        # the reference first, then the answer, one after the other in the thread's worker: an
+        # answer never loses time to its reference. A reference runs in fresh children like an
+        # answer: nothing it does to its process (a patched module, a changed decimal context,
+        # a finalizer) reaches another task's
         reference = self._reference_cache.get(key)
         if reference is None:
-            reference = reference_worker.run(reference_code, tests, self.rules,
-                                             self.reference_timeout, self.memory_mb, reference=True)
+            reference = worker.run(reference_code, tests, self.rules, self.reference_timeout,
+                                   self.memory_mb, reference=True)
             self._reference_cache[key] = reference
-        refused = answer_worker.refused
-        outputs = answer_worker.run(code, tests, self.rules, self.timeout, self.memory_mb)
-        refused = answer_worker.refused - refused
+        refused = worker.refused  # the answer's own packets only: its reference's came before
+        outputs = worker.run(code, tests, self.rules, self.timeout, self.memory_mb)
+        refused = worker.refused - refused
 
         def compare() -> GradeResult:
             judged = [judge(r, a, t) for r, a, t in zip(reference, outputs, tests)]

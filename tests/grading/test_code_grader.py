@@ -55,9 +55,10 @@ def test_a_none_reference_output_never_passes():
     assert result.tests == ["reference:None", "pass"]
 
 
-def test_sets_iterate_alike_in_reference_and_answer_workers():
-    # the reference and the answer run in different processes; string hashing is seeded the
-    # same in every worker, so code that lists a set of strings agrees with itself
+def test_sets_iterate_alike_in_reference_and_answer_processes():
+    # the reference and the answer run in different processes (and tasks in different
+    # workers); string hashing is seeded the same in every worker, so code that lists a set
+    # of strings agrees with itself
     code = "def names(n):\n    return list({'w%d' % i for i in range(n)})\n"
     result = grade(code, reference=code, tests={f"t{n}": f"names({n})" for n in range(3, 13)})
     assert result.reward == 1.0
@@ -81,7 +82,7 @@ def test_results_do_not_depend_on_the_number_of_workers(tmp_path):
 
 
 def test_an_answer_never_shares_its_cpu_with_its_reference(tmp_path):
-    # a grading thread's two workers share one CPU: were the reference running while the answer
+    # a grading thread's worker runs on one CPU: were the reference running while the answer
     # does, an honest answer's time limit would be eaten by its reference. Each test reports
     # when it ran (wall clock), so the check holds however busy the machine is: every
     # reference test ends before the first answer test starts

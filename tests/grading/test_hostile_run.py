@@ -27,9 +27,9 @@ pytestmark = pytest.mark.slow  # a whole grading run of hostile answers
 
 SCRIPT = os.path.join(PROJECT, "scripts", "evaluate_code.py")
 TIMEOUT = 1.0  # --timeout: seconds per test, as the fixture's expected scores assume
-WORKERS = 2  # --workers: grading threads, each with a reference worker and an answer worker
+WORKERS = 2  # --workers: grading threads, each with a sandbox worker of its own
 # Beyond the per-test worst case: starting the interpreter and importing the grader, starting
-# and warming up 2 x WORKERS workers, decoding and comparing outputs, reading and writing
+# and warming up WORKERS workers, decoding and comparing outputs, reading and writing
 # the file, on a machine of 2 busy cores
 MARGIN = 60.0
 
@@ -54,8 +54,9 @@ def trajectory(row: dict) -> dict:
 def wall_bound(rows: list) -> float:
     """The longest the run may take. Per test, the worker's every wait has a deadline, which
     add up to the test's limit plus sandbox_limits.TEST_OVERHEAD (sandbox_worker's worst case
-    per job: tests x (timeout + TEST_OVERHEAD)); answers are spread over WORKERS threads (the
-    reference of a row runs beside its answer, in another worker):
+    per job: tests x (timeout + TEST_OVERHEAD)); answers are spread over WORKERS threads (a
+    row's reference runs before its answer in the same worker; the fixture's references are
+    one-line functions, within the margin):
 
         sum over rows of tests x (TIMEOUT + TEST_OVERHEAD) / WORKERS + MARGIN
     """

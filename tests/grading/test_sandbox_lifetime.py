@@ -168,8 +168,8 @@ def test_every_wait_status_is_described_without_raising():
 
 
 def test_workers_started_side_by_side_serve_and_close_together(scratch):
-    # the grader starts a thread's two workers before waiting for either, and ends both
-    # before waiting for either: each still greets, serves, and leaves nothing behind
+    # workers started before any is waited for (wait=False), and ended before any is waited
+    # for (close_all): each still greets, serves, and leaves nothing behind
     from sweet_rl.grading.sandbox.client import close_all
 
     pair = [SandboxWorker(slot, scratch, wait=False) for slot in (0, 1)]

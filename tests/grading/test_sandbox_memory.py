@@ -122,23 +122,25 @@ def test_a_restarted_worker_gets_a_cgroup_of_its_own_and_its_bound_holds(tmp_pat
 
 
 def _restart_without_a_cgroup(monkeypatch):
-    """Let the first two worker starts (a grading thread's reference and answer workers) make
-    their cgroups and every later start fail to, and make the answer worker die once, after
-    it got its first job: it is restarted, without a cgroup."""
+    """Let the first worker start make its cgroup and every later start fail to, and make the
+    worker die once, after its task's reference ran and before the answer's job is written:
+    it is restarted, without a cgroup."""
     from sweet_rl.grading.sandbox import client
 
     real_create, made = sandbox_memory.create, []
 
     def create(tag, memory_mb):
         made.append(tag)
-        return real_create(tag, memory_mb) if len(made) <= 2 else (None, "refused here")
+        return real_create(tag, memory_mb) if len(made) <= 1 else (None, "refused here")
 
-    real_submit, killed = client.SandboxWorker.submit, []
+    real_submit, killed, submitted = client.SandboxWorker.submit, [], []
 
     def submit(self, *args, **kwargs):
-        # the answer worker dies before its job is written (killed after the write, a fast
-        # worker could have replied already, and nothing would restart it)
-        if self.slot % 2 and not killed:
+        # the worker dies before the answer's job is written (killed after the write, a fast
+        # worker could have replied already, and nothing would restart it); the first job is
+        # the reference's
+        submitted.append(self.slot)
+        if len(submitted) == 2 and not killed:
             killed.append(self.process.pid)
             os.kill(self.process.pid, signal.SIGKILL)
             self.process.wait()

@@ -217,9 +217,8 @@ class SandboxWorker:
 
         ``reference``: a reference solution's job. Its child gets every test at once, not
         each when the one before it is done (fewer round trips: code that could use that to
-        race its clock changes only its own outputs), and the worker tidies up after it only
-        when the next job comes, so nothing of it runs beside the task's answer, which comes
-        next in another worker on the same CPU. Every job runs in fresh children either way.
+        race its clock changes only its own outputs). Every job runs in fresh children either
+        way.
         """
         self.submit(code, tests, rules, timeout, memory_mb, reference)
         return self.collect()

@@ -250,11 +250,11 @@ def become(uid: int | None) -> bool:
 
 
 def pin_to_one_cpu(slot):
-    """Keep this worker and its children on one CPU (the grading thread's: its reference and
-    answer workers take turns). The worker hands each test to its child right after the
-    previous record, so the two wake each other about twice per test; on one CPU such a
-    wake-up is a cheap switch, across CPUs it waits for the other one to wake (measured with
+    """Keep this worker and its children on one CPU (worker ``slot`` on the slot-th CPU it may
+    use, round robin). The worker hands each test to its child right after the previous
+    record, so the two wake each other about twice per test; on one CPU such a wake-up is a
+    cheap switch, across CPUs it waits for the other one to wake (measured with
     benchmarks/bench_grader.py, runs alternated: 171-198 tasks/s pinned, 150-164 not)."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) > 1:
-        os.sched_setaffinity(0, {cpus[(slot // 2) % len(cpus)]})
+        os.sched_setaffinity(0, {cpus[slot % len(cpus)]})

@@ -374,26 +374,17 @@ def main():
     worker.start_zygote()  # before the first job: the zygote never holds one
     out.write(json.dumps({"isolation": worker.isolation}) + "\n")
     out.flush()
-    tidy = False  # the last job's clean-up is still to do
     try:
         for line in sys.stdin:
             if not line.strip():
                 continue
             job = json.loads(line)
             try:
-                if tidy:
-                    tidy = False
-                    worker.after_reply()
                 results, refused = worker.run(job)
             except Exception:  # noqa: BLE001 - WorkerUnusable, or anything unforeseen
                 break  # no reply: the grader restarts this worker and sends the job again
             out.write(json.dumps({"results": results, "refused": refused}) + "\n")
             out.flush()
-            if job.get("reference"):
-                # its task's answer runs now, in the other worker on this CPU: the clean-up
-                # and the next child wait for the next job, off the answer's clock
-                tidy = True
-                continue
             try:
                 worker.after_reply()
             except Exception:  # noqa: BLE001
