@@ -134,7 +134,6 @@ for _ in range(jobs):
     os.waitpid(pid, 0)
 cpu1, faults1 = cpu()
 print(json.dumps({"cpu_ms": 1e3 * (cpu1 - cpu0) / jobs, "faults": (faults1 - faults0) / jobs,
-                  "worker_ms": None, "zygote_ms": None, "zygote_faults": None,
                   "package": sandbox_worker.__file__}))
 """
 
@@ -145,11 +144,9 @@ import inspect, json, os, resource, sys, tempfile
 root, jobs, tasks_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 sys.path.insert(0, os.path.join(root, "sweet_rl", "grading", "sandbox"))
 import sandbox_child as harness
-needed = ("JobChannel", "job_header", "parse_job", "serve", "text_line", "warm_up")
-if not (all(hasattr(harness, name) for name in needed)  # an older harness: not measurable
-        and "out" in inspect.signature(harness.serve).parameters):
-    print(json.dumps({"cpu_ms": None, "faults": None, "worker_ms": None, "zygote_ms": None,
-                      "zygote_faults": None, "package": harness.__file__}))
+serve = getattr(harness, "serve", None)
+if serve is None or "out" not in inspect.signature(serve).parameters:  # an older harness
+    print(json.dumps({"cpu_ms": None, "package": harness.__file__}))  # cannot run it here
     raise SystemExit(0)
 with open(tasks_path) as handle:
     tasks = [json.loads(line) for line in handle][:jobs]
@@ -187,8 +184,7 @@ cpu1, faults1 = cpu()
 os.dup2(screen_fd, 1)
 sys.stdout = screen
 print(json.dumps({"cpu_ms": 1e3 * (cpu1 - cpu0) / len(jobs),
-                  "faults": (faults1 - faults0) / len(jobs), "worker_ms": None,
-                  "zygote_ms": None, "zygote_faults": None, "package": harness.__file__}))
+                  "faults": (faults1 - faults0) / len(jobs), "package": harness.__file__}))
 """
 
 
@@ -215,10 +211,10 @@ def measure(kind: str, root: str, opts: JobBenchOptions) -> dict:
 def describe(figures: dict) -> str:
     """One measurement in words: the tree's CPU and faults per job, and where known the
     worker's and the zygote's shares (the rest is the children's)."""
-    if figures["cpu_ms"] is None:
+    if figures.get("cpu_ms") is None:
         return "not measurable (that checkout's harness runs a job only in a child)"
     text = f"{figures['cpu_ms']:.3f} ms CPU, {figures['faults']:.0f} faults"
-    if figures["worker_ms"] is not None and figures["zygote_ms"] is not None:
+    if figures.get("worker_ms") is not None and figures.get("zygote_ms") is not None:
         text += (f" (worker {figures['worker_ms']:.3f} ms; zygote {figures['zygote_ms']:.3f}"
                  f" ms, {figures['zygote_faults']:.0f} faults)")
     return text
@@ -228,7 +224,8 @@ KEYS = ("cpu_ms", "faults", "worker_ms", "zygote_ms", "zygote_faults")
 
 
 def median_of(results: list) -> dict:
-    return {key: (None if any(r[key] is None for r in results)
+    """Each figure's median over ``results``; None where a result lacks it (not measured)."""
+    return {key: (None if any(r.get(key) is None for r in results)
                   else statistics.median(r[key] for r in results)) for key in KEYS}
 
 
@@ -253,7 +250,7 @@ def bench(opts: JobBenchOptions) -> None:
         line = f"{kind}, median of {opts.rounds}: " + "; ".join(
             f"{name} {describe(medians[name])}" for name in roots)
         if "other" in medians and None not in (medians["this"]["cpu_ms"],
-                                                 medians["other"]["cpu_ms"]):
+                                               medians["other"]["cpu_ms"]):
             ratio = medians["this"]["cpu_ms"] / medians["other"]["cpu_ms"]
             line += f"; CPU this/other {ratio:.2f}x"
         print(line)
