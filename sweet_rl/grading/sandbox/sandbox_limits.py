@@ -21,6 +21,9 @@ ENCODE_GRACE = 3.0
 EXIT_WAIT = 1.0
 TEST_OVERHEAD = SETUP_LIMIT + GRACE + ENCODE_GRACE + EXIT_WAIT
 CONTROL_LIMIT = 2.0  # seconds for one round trip with the fork server (counted in SETUP_LIMIT)
+# seconds a fork server holding a job's packages may take to import them (counted in
+# SETUP_LIMIT, which leaves the rest for the fork, confining and compiling)
+PRELOAD_LIMIT = 2.5
 
 
 def job_bound(tests, timeout):

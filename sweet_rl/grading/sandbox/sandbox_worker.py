@@ -25,7 +25,9 @@ nothing left to do); waiting for its exit and emptying the job folder follow the
 test's expression goes down the channel only when the previous record has arrived, and from
 then this worker gives the test ``timeout`` seconds plus a grace period; a child that overruns
 (its timer ignored, stuck in C code) or dies is killed, that test fails, and a fresh child
-carries on with the next test (tests are deterministic). A record also fails as ``timeout``
+carries on with the next test (tests are deterministic). A job whose code imports a heavy
+package gets its children from a fork server that imported it already (the zygote's child,
+see :mod:`sandbox_preload`). A record also fails as ``timeout``
 when the kernel's receive timestamps say the test took longer than its limit, whatever the
 child reported. The worker watches and kills each child through its pidfd.
 
@@ -53,11 +55,12 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 import sandbox_confine as confine  # noqa: E402
 import sandbox_memory as memory  # noqa: E402
+import sandbox_preload as preload  # noqa: E402
 import sandbox_records as records  # noqa: E402
 import sandbox_zygote as zygote  # noqa: E402
 from sandbox_child import (JOB_FD, NONCE_LENGTH, RESULT_FD, JobChannel,  # noqa: E402
                            job_header, parse_job, serve, text_line, warm_up)
-from sandbox_limits import EXIT_WAIT, SETUP_LIMIT  # noqa: E402
+from sandbox_limits import EXIT_WAIT, PRELOAD_LIMIT, SETUP_LIMIT  # noqa: E402
 
 if (RESULT_FD, JOB_FD) != (zygote.FIRST_CHILD_FD, zygote.FIRST_CHILD_FD + 1):
     raise ImportError("a child's channels must be where the zygote puts them")
@@ -139,6 +142,7 @@ class Worker:
             "memory_cgroup": f"v{self.memory.version}" if self.memory else False,
         }
         self.zygote = None
+        self.preloaded = None  # fork servers holding heavy packages (sandbox_preload)
 
     # -- children --------------------------------------------------------------------------
     def start_zygote(self):
@@ -147,6 +151,7 @@ class Worker:
                                           self._confine_zygote, own_pids=self.own_pids)
         if self.memory:  # its children are born in the cgroup
             self.memory.admit(self.zygote.pid)
+        self.preloaded = preload.PreloadServers(self.zygote)
 
     def _confine_zygote(self):
         """In the zygote, once: the Landlock layer that lets it (and so every child) write
@@ -183,12 +188,21 @@ class Worker:
         job = parse_job(channel.line(), channel.line())
         serve(job, channel, _confine_for)
 
-    def _fork(self):
-        """A child waiting for its job: the spare one forked after the last reply, or a new
-        one. Raises WorkerUnusable when the zygote does not fork one in time."""
+    def _fork(self, server=None):
+        """A child waiting for its job: from ``server`` (a fork server holding the job's
+        packages) when given, else the spare one forked after the last reply, or a new one.
+        Raises WorkerUnusable when the zygote does not fork one in time."""
+        if server is not None:
+            try:
+                return self._fork_from(server)
+            except WorkerUnusable:  # that server is gone: the zygote's child will do
+                self.preloaded.drop(server)
         if self.spare is not None:
             child, self.spare = self.spare, None
             return child
+        return self._fork_from(self.zygote)
+
+    def _fork_from(self, server):
         # the job channel: a stream socket whose child end may only read (a pipe could be
         # reopened for writing through /proc/self/fd, and filled)
         job_ours, job_theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -196,7 +210,7 @@ class Worker:
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         ours.setsockopt(_socket.SOL_SOCKET, records.SO_TIMESTAMPNS, 1)
         try:  # the child finds them at RESULT_FD and JOB_FD
-            pid, pidfd = self.zygote.fork([theirs.fileno(), job_theirs.fileno()])
+            pid, pidfd = server.fork([theirs.fileno(), job_theirs.fileno()])
         except OSError as error:
             ours.close()
             job_ours.close()
@@ -205,7 +219,9 @@ class Worker:
             job_theirs.close()
             theirs.close()
         job_ours.setblocking(False)
-        return records.Child(pid, pidfd, ours, job_ours.detach())
+        child = records.Child(pid, pidfd, ours, job_ours.detach())
+        child.server = server  # it reaps the child
+        return child
 
     @staticmethod
     def _write(child, data, deadline):
@@ -243,6 +259,7 @@ class Worker:
         """Results for every test of ``job`` and the number of refused packets. The job's
         last child is killed here but cleaned up by :meth:`after_reply`."""
         tests = job["tests"]
+        packages = preload.preloadable_imports(job["code"])
         lines = [text_line(test) for test in tests]
         results = [None] * len(tests)
         index, refused, received = 0, 0, [0]
@@ -252,7 +269,9 @@ class Worker:
                     "memory_mb": job["memory_mb"],
                     "nonce": os.urandom(NONCE_LENGTH // 2).hex()}
             setup_by = time.monotonic() + SETUP_LIMIT
-            child = self.current = self._fork()
+            server = packages and self.preloaded.server_for(
+                packages, setup_by - SETUP_LIMIT + PRELOAD_LIMIT)
+            child = self.current = self._fork(server or None)
             if self.memory:
                 try:
                     self.memory.limit(task["memory_mb"])
@@ -308,7 +327,7 @@ class Worker:
         child.ended(EXIT_WAIT)
         child.close()
         if child.pid:
-            self.zygote.done_with(child.pid)
+            child.server.done_with(child.pid)
             child.pid = 0
         if confine.remove_tree(self.jobdir, keep_root=True):
             raise WorkerUnusable(f"could not empty the job folder {self.jobdir}")
@@ -316,7 +335,7 @@ class Worker:
     def _status(self, child, seconds):
         """The wait status of a child that ended (None if not known within ``seconds``); its
         pid is freed once the zygote reaped it."""
-        status = self.zygote.reap(child.pid, seconds) if child.pid and seconds > 0 else None
+        status = child.server.reap(child.pid, seconds) if child.pid and seconds > 0 else None
         if status is not None:
             child.pid = 0
         return status
@@ -331,6 +350,8 @@ class Worker:
                 except (WorkerUnusable, OSError):
                     pass
         self.current = self.leftover = self.spare = None
+        if self.preloaded:
+            self.preloaded.close()
         if self.zygote:
             self.zygote.close()
 

@@ -16,6 +16,10 @@ Protocol, over an AF_UNIX SOCK_SEQPACKET pair (one message each way per request)
                        closed the fds it got)
     worker -> zygote   b"R" + pid                  (only when the worker wants a wait status)
     zygote -> worker   b"S" + wait status, or b"S-" when unknown (the child still runs)
+    worker -> zygote   b"Z" + module names, comma-separated, with SCM_RIGHTS [a control
+                       socket]: fork a server that imports them (see :mod:`sandbox_preload`)
+    zygote -> worker   b"P" + pid, with SCM_RIGHTS [pidfd]; the new server says b"R" on its
+                       control socket once its imports are done, then serves this protocol
 
 The zygote reaps a child only when told to, so a pid the worker may still name is never
 recycled, and it never blocks on one: a child told of that has not ended yet is reaped at a
@@ -29,7 +33,10 @@ does not answer makes the worker unusable, and the grader replaces it.
 
 import array
 import fcntl
+import gc
 import os
+import signal
+import time
 
 import _socket
 
@@ -60,10 +67,38 @@ def receive_fds(sock, size=4096):
 class ZygoteClient:
     """The worker's handle on its zygote."""
 
-    def __init__(self, pid, sock):
+    def __init__(self, pid, sock, pidfd=None, parent=None):
         self.pid, self.sock = pid, sock
         sock.settimeout(CONTROL_LIMIT)  # every reply has a deadline: socket.timeout, an OSError
         self.finished = []  # children the worker is done with, reaped at the next request
+        # a server forked by the zygote (start_server) is not the worker's child: it is
+        # signalled through its pidfd and reaped by its parent
+        self.pidfd, self.parent = pidfd, parent
+
+    def start_server(self, names, deadline):
+        """A fork server, forked from this one, that imported the modules ``names`` (a tuple
+        of str): a ZygoteClient, or None when it was not ready by ``deadline`` (monotonic
+        seconds; it is then killed)."""
+        ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        try:
+            try:
+                pid, pidfd = self._request(b"Z" + ",".join(names).encode(), [theirs.fileno()])
+            finally:
+                theirs.close()
+        except OSError:
+            ours.close()
+            return None
+        server = ZygoteClient(pid, ours, pidfd, self)
+        try:
+            ours.settimeout(max(0.001, deadline - time.monotonic()))
+            ready = ours.recv(8) == b"R"
+        except OSError:
+            ready = False
+        if not ready:
+            server.close()
+            return None
+        ours.settimeout(CONTROL_LIMIT)
+        return server
 
     def fork(self, fds):
         """Ask for a child that finds ``fds`` (at most ``CONTROL_FDS``) at
@@ -72,6 +107,9 @@ class ZygoteClient:
         one in time."""
         message = b"F" + b",".join(b"%d" % pid for pid in self.finished)
         self.finished = []
+        return self._request(message, fds)
+
+    def _request(self, message, fds):
         send_fds(self.sock, message, fds)
         reply, fds = receive_fds(self.sock, 64)
         if not reply.startswith(b"P") or len(fds) != 1:
@@ -98,6 +136,18 @@ class ZygoteClient:
         return int(reply[1:]) if reply.startswith(b"S") and reply[1:] != b"-" else None
 
     def close(self):
+        if self.parent is not None:  # a server the zygote forked
+            for pid in self.finished:  # its own ended children: not left to the zygote
+                self.reap(pid, 0.1)
+            self.finished = []
+            self.sock.close()
+            try:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+            os.close(self.pidfd)
+            self.parent.done_with(self.pid)
+            return
         self.sock.close()
         try:
             os.kill(self.pid, 9)
@@ -127,6 +177,7 @@ def start_zygote(child_entry, keep_fds, die_with_parent, confine=None, own_pids=
         return ZygoteClient(pid, ours)
     try:
         ours.close()
+        _SERVERS_DIE_WITH_PARENT.append(None if own_pids else die_with_parent)
         die_with_parent(0 if own_pids else worker_pid)
         control = _socket.socket(fileno=fcntl.fcntl(theirs.fileno(), fcntl.F_DUPFD, HIGH_FD))
         theirs.close()
@@ -215,7 +266,51 @@ def _serve(sock, child_entry):
         elif data[:1] == b"R":
             status = _reap(int(data[1:]))[1]
             sock.send(b"S-" if status is None else b"S%d" % status)
+        elif data[:1] == b"Z" and len(fds) == 1:
+            fds = _placed(fds)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    sock.close()
+                    _serve_preloaded(data[1:].decode().split(","), child_entry)
+                finally:
+                    os._exit(0)
+            for fd in fds:
+                os.close(fd)
+            pidfd = os.pidfd_open(pid)
+            try:
+                send_fds(sock, b"P%d" % pid, [pidfd])
+            finally:
+                os.close(pidfd)
         else:
             for fd in fds:
                 os.close(fd)
             sock.send(b"?")
+
+
+# how a server forked by the zygote dies with it: set in the zygote (None: the zygote is the
+# first process of a pid namespace, and every process in it dies with it anyway)
+_SERVERS_DIE_WITH_PARENT = []
+
+
+def _serve_preloaded(names, child_entry):
+    """A fork server's child that imports ``names`` and then serves fork requests on the
+    control socket it was given (at ``FIRST_CHILD_FD``). A name that fails to import is
+    left to the children (each fails on it as it would have)."""
+    die_with_parent = _SERVERS_DIE_WITH_PARENT[0] if _SERVERS_DIE_WITH_PARENT else None
+    if die_with_parent is not None:
+        die_with_parent(os.getppid())
+    # right above the children's descriptors: ``HIGH_FD`` is past the zygote's descriptor
+    # limit, and the descriptors a fork request brings must still land at 3, 4
+    control = _socket.socket(fileno=fcntl.fcntl(FIRST_CHILD_FD, fcntl.F_DUPFD,
+                                                FIRST_CHILD_FD + CONTROL_FDS))
+    os.close(FIRST_CHILD_FD)
+    for name in names:
+        try:
+            __import__(name)
+        except BaseException:  # noqa: BLE001 - any failure: the children import it themselves
+            pass
+    gc.collect()
+    gc.freeze()  # as in the worker: the children's collections leave the imports alone
+    control.send(b"R")
+    _serve(control, child_entry)

@@ -1,0 +1,151 @@
+"""Fork servers holding heavy packages: a job that imports numpy (or pandas, bs4...) gets its
+child from a server that imported it already, confined and as fresh as any other child; a
+server that cannot be made or dies leaves the job to the fork server itself."""
+
+import os
+import signal
+import sys
+
+import pytest
+
+from sweet_rl.grading.decode import decode
+from sweet_rl.grading.sandbox.client import SandboxWorker
+from tests.grading.hostile_helpers import PROJECT, worker_processes
+
+sys.path.insert(0, os.path.join(PROJECT, "sweet_rl", "grading", "sandbox"))
+import sandbox_preload as preload  # noqa: E402
+
+numpy = pytest.importorskip("numpy")
+
+# whether numpy was imported before the job's own import statement ran
+SEEN_BEFORE = "import sys\nhad = 'numpy' in sys.modules\nimport numpy as np\n"
+NOT_NAMED = "import sys\nhad = 'numpy' in sys.modules\n"
+
+
+def test_the_import_statements_of_a_job_name_its_packages():
+    code = ("import numpy as np, os\nfrom bs4 import BeautifulSoup\nimport scipy.optimize\n"
+            "def f():\n    import pandas\n    from . import numpy\n    return 1\n"
+            "# import sympy\ntext = 'import networkx'\nimport numpyish\n")
+    assert preload.preloadable_imports(code) == ("bs4", "numpy", "pandas", "scipy")
+    assert preload.preloadable_imports("import os, re\nfrom math import pi\n") == ()
+    assert preload.preloadable_imports("import numpy", allowed={"pandas"}) == ()
+
+
+class _Server:
+    def __init__(self, names):
+        self.names, self.closed = names, False
+
+    def close(self):
+        self.closed = True
+
+
+class _Zygote:
+    def __init__(self, fails=()):
+        self.fails, self.started = set(fails), []
+
+    def start_server(self, names, deadline):
+        self.started.append(names)
+        return None if names in self.fails else _Server(names)
+
+
+def test_servers_are_kept_by_last_use_and_a_failed_one_is_not_tried_again():
+    zygote = _Zygote(fails={("scipy",)})
+    servers = preload.PreloadServers(zygote, limit=2)
+    first = servers.server_for(("numpy",), 0)
+    assert servers.server_for(("numpy",), 0) is first
+    second = servers.server_for(("bs4",), 0)
+    assert servers.server_for(("numpy",), 0) is first  # numpy is now the last used
+    third = servers.server_for(("pandas",), 0)  # the least recently used (bs4) goes
+    assert second.closed and not first.closed and not third.closed
+    assert servers.server_for(("scipy",), 0) is None and servers.server_for(("scipy",), 0) is None
+    assert zygote.started.count(("scipy",)) == 1 and servers.server_for((), 0) is None
+    servers.drop(first)  # stopped answering: closed and not made again
+    assert first.closed and servers.server_for(("numpy",), 0) is None
+    servers.close()
+    assert third.closed
+
+
+@pytest.mark.parametrize("rules", ["benchmark", "strict"])
+def test_a_job_that_imports_a_heavy_package_finds_it_imported(tmp_path, rules):
+    with SandboxWorker(0, str(tmp_path)) as worker:
+        seen = [worker.run(SEEN_BEFORE, ["had", "int(np.arange(5).sum())"], rules, 2.0, 1024),
+                worker.run(NOT_NAMED, ["had"], rules, 2.0, 1024),
+                worker.run(SEEN_BEFORE, ["had"], rules, 2.0, 1024)]
+    assert [[decode(value) for _status, value in results] for results in seen] == \
+        [[True, 10], [False], [True]]
+
+
+PROBE = """
+import errno, os
+import numpy
+
+def outcome(action):
+    try:
+        action()
+        return "ok"
+    except OSError as error:
+        return errno.errorcode[error.errno]
+
+def probe(outside):
+    def write(path):
+        with open(path, "w") as handle:
+            handle.write("x")
+    return (outcome(os.fork), outcome(lambda: os.kill(os.getppid(), 0)),
+            outcome(lambda: write(outside)), outcome(lambda: write("inside.txt")),
+            sorted(os.listdir(".")), numpy.pi)
+"""
+
+
+def test_a_package_servers_children_are_confined_and_start_fresh(tmp_path):
+    outside = str(tmp_path / "outside.txt")
+    with SandboxWorker(0, str(tmp_path)) as worker:
+        changed = worker.run("import numpy\nnumpy.pi = 3.0\nopen('left.txt', 'w').close()\n",
+                             ["numpy.pi"], "strict", 2.0, 1024)
+        probed = worker.run(PROBE, [f"probe({outside!r})"], "strict", 2.0, 1024)
+    assert decode(changed[0][1]) == 3.0
+    assert decode(probed[0][1]) == ("EPERM", "EPERM", "EACCES", "ok", ["inside.txt"],
+                                    3.141592653589793)
+    assert not os.path.exists(outside)
+
+
+def _holding_numpy(pids):
+    """The processes among ``pids`` that have numpy's extension mapped."""
+    found = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/maps") as handle:
+                if "_multiarray_umath" in handle.read():
+                    found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def _parent(pid):
+    with open(f"/proc/{pid}/stat") as handle:
+        return int(handle.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_package_server_that_dies_leaves_the_job_to_the_fork_server(tmp_path):
+    scratch = str(tmp_path)
+    with SandboxWorker(0, scratch) as worker:
+        assert decode(worker.run(SEEN_BEFORE, ["had"], "strict", 2.0, 1024)[0][1]) is True
+        holding = _holding_numpy(worker_processes(scratch))
+        # the server, not the job's child (killed after its last record, perhaps still ending)
+        servers = [pid for pid in holding if _parent(pid) not in holding]
+        assert len(servers) == 1
+        os.kill(servers[0], signal.SIGKILL)
+        # the next numpy job cannot be forked there: its child imports numpy itself
+        assert worker.run(SEEN_BEFORE, ["had", "int(np.ones(3).sum())"], "strict", 2.0,
+                          1024) == [["ok", "false"], ["ok", "3"]]
+        assert decode(worker.run(SEEN_BEFORE, ["had"], "strict", 2.0, 1024)[0][1]) is False
+    assert worker_processes(scratch) == []
+
+
+def test_no_package_server_outlives_its_worker(tmp_path):
+    scratch = str(tmp_path)
+    with SandboxWorker(0, scratch) as worker:
+        for code in (SEEN_BEFORE, "from bs4 import BeautifulSoup\n", "import scipy\n"):
+            worker.run(code, ["1"], "strict", 2.0, 1024)
+        assert _holding_numpy(worker_processes(scratch))
+    assert worker_processes(scratch) == []
