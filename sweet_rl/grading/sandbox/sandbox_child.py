@@ -71,7 +71,7 @@ class _TestTimeout(BaseException):
     """Raised in the child by its interval timer when a test overruns (fast runs)."""
 
 
-def _on_alarm(signum, frame):
+def on_alarm(signum, frame):
     raise _TestTimeout()
 
 
@@ -308,7 +308,7 @@ def warm_up(devnull_fd, rounds=12):
     bytecode, which 3.11 rewrites after its first 8 calls and then leaves alone. So the job
     comes the way a child's does, through a :class:`JobChannel` into :func:`serve`.
     """
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    previous = signal.signal(signal.SIGALRM, on_alarm)
     try:
         code = "def f(x):\n    return [x, str(x), (x, 1.5), {x: None}, {x}, x == 1]\n"
         tests = ["f(1)", "f('a')", "missing(1)", "f(2) == [2]"]
@@ -400,7 +400,8 @@ def serve(job, channel, confine_for, out=RESULT_FD):
     """Run ``job``, whose tests come from ``channel``, after ``confine_for(job)`` applied the
     job's bounds (before any of its code runs). One job per child: nothing a job leaves in
     this process (patched modules, a changed decimal context, finalizers) reaches another."""
-    signal.signal(signal.SIGALRM, _on_alarm)
+    if signal.getsignal(signal.SIGALRM) is not on_alarm:  # a child has it from the zygote
+        signal.signal(signal.SIGALRM, on_alarm)
     confine_for(job)
     run_tests(job["code"], job["count"], job["start"], job["rules"], job["timeout"],
               job["nonce"].encode(), lambda: parse_test(channel.line()), out=out)
