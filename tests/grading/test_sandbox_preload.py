@@ -5,6 +5,7 @@ server that cannot be made or dies leaves the job to the fork server itself."""
 import os
 import signal
 import sys
+import time
 
 import pytest
 
@@ -149,3 +150,24 @@ def test_no_package_server_outlives_its_worker(tmp_path):
             worker.run(code, ["1"], "strict", 2.0, 1024)
         assert _holding_numpy(worker_processes(scratch))
     assert worker_processes(scratch) == []
+
+
+def test_a_fork_server_that_does_not_answer_fails_the_request_for_a_package_server():
+    # a late reply would answer the next request: the worker must be replaced, not go on
+    import sandbox_zygote as zygote
+
+    devnull = os.open(os.devnull, os.O_RDWR)
+    high = zygote.fcntl.fcntl(devnull, zygote.fcntl.F_DUPFD, zygote.HIGH_FD)
+    os.close(devnull)
+    client = zygote.start_zygote(lambda parent: os._exit(0), [high], lambda pid: None)
+    try:
+        server = client.start_server(("numpy",), time.monotonic() + 5)
+        assert server is not None and server.fork([high])[0] > 0
+        server.close()
+        os.kill(client.pid, signal.SIGSTOP)  # alive, never answering
+        with pytest.raises(OSError):
+            client.start_server(("bs4",), time.monotonic() + 5)
+    finally:
+        os.kill(client.pid, signal.SIGCONT)
+        client.close()
+        os.close(high)

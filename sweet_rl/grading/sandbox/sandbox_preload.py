@@ -57,7 +57,8 @@ class PreloadServers:
 
     def server_for(self, names, deadline):
         """The server holding ``names`` (made now if needed, by ``deadline``), or None: the
-        job's child then comes from the fork server itself."""
+        job's child then comes from the fork server itself. Raises OSError when the fork
+        server did not answer (the worker is then unusable)."""
         if not names or names in self.failed:
             return None
         server = self.servers.get(names)

@@ -78,16 +78,16 @@ class ZygoteClient:
     def start_server(self, names, deadline):
         """A fork server, forked from this one, that imported the modules ``names`` (a tuple
         of str): a ZygoteClient, or None when it was not ready by ``deadline`` (monotonic
-        seconds; it is then killed)."""
+        seconds; it is then killed). Raises OSError, as :meth:`fork` does, when this one did
+        not fork it in time (a late reply would answer the next request)."""
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
         try:
-            try:
-                pid, pidfd = self._request(b"Z" + ",".join(names).encode(), [theirs.fileno()])
-            finally:
-                theirs.close()
+            pid, pidfd = self._request(b"Z" + ",".join(names).encode(), [theirs.fileno()])
         except OSError:
             ours.close()
-            return None
+            raise
+        finally:
+            theirs.close()
         server = ZygoteClient(pid, ours, pidfd, self)
         try:
             ours.settimeout(max(0.001, deadline - time.monotonic()))
