@@ -22,8 +22,10 @@ job's child comes from the fork server.
 import collections
 import re
 
-# third-party packages whose import takes tens to hundreds of milliseconds and has no side
-# effect outside the process (no files written, no threads with the worker's environment)
+# third-party packages whose import takes tens to hundreds of milliseconds and writes no file.
+# pandas starts two threads (pyarrow's) in its server: a forked child has none of them, and
+# pyarrow and its allocator restart theirs after a fork (200 pandas jobs with pyarrow strings
+# in a row all passed)
 PRELOADABLE = frozenset(("numpy", "pandas", "scipy", "bs4", "sympy", "networkx", "sklearn"))
 MAX_SERVERS = 2
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import\b|import[ \t]+([\w., \t]+))",
