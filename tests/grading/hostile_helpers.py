@@ -42,6 +42,27 @@ PLANTED_PATHS = ("/tmp/sweet_rl_planted_note", "/dev/shm/sweet_rl_planted_note")
 _IPC_RMID = 0
 
 
+# what an answer may do to the world, as outcome names (the errno's name, or "ok")
+PROBE = """
+import errno, os
+
+def outcome(action):
+    try:
+        action()
+        return "ok"
+    except OSError as error:
+        return errno.errorcode[error.errno]
+
+def probe(outside):
+    def write(path):
+        with open(path, "w") as handle:
+            handle.write("x")
+    return (outcome(os.fork), outcome(lambda: os.kill(os.getppid(), 0)),
+            outcome(lambda: write(outside)), outcome(lambda: write("inside.txt")),
+            sorted(os.listdir(".")))
+"""
+
+
 def load_rows(known_breaks: bool = False) -> list:
     """The fixture's rows, placeholders unfilled; known breaks only when asked for."""
     with open(FIXTURE) as handle:

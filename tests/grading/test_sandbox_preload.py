@@ -11,7 +11,7 @@ import pytest
 
 from sweet_rl.grading.decode import decode
 from sweet_rl.grading.sandbox.client import SandboxWorker
-from tests.grading.hostile_helpers import PROJECT, worker_processes
+from tests.grading.hostile_helpers import PROBE, PROJECT, worker_processes
 
 sys.path.insert(0, os.path.join(PROJECT, "sweet_rl", "grading", "sandbox"))
 import sandbox_preload as preload  # noqa: E402
@@ -76,25 +76,8 @@ def test_a_job_that_imports_a_heavy_package_finds_it_imported(tmp_path, rules):
         [[True, 10], [False], [True]]
 
 
-PROBE = """
-import errno, os
-import numpy
-
-def outcome(action):
-    try:
-        action()
-        return "ok"
-    except OSError as error:
-        return errno.errorcode[error.errno]
-
-def probe(outside):
-    def write(path):
-        with open(path, "w") as handle:
-            handle.write("x")
-    return (outcome(os.fork), outcome(lambda: os.kill(os.getppid(), 0)),
-            outcome(lambda: write(outside)), outcome(lambda: write("inside.txt")),
-            sorted(os.listdir(".")), numpy.pi)
-"""
+# the worker tests' probe, in a job that imports numpy (so its child comes from its server)
+PACKAGE_PROBE = "import numpy\n" + PROBE
 
 
 def test_a_package_servers_children_are_confined_and_start_fresh(tmp_path):
@@ -102,7 +85,8 @@ def test_a_package_servers_children_are_confined_and_start_fresh(tmp_path):
     with SandboxWorker(0, str(tmp_path)) as worker:
         changed = worker.run("import numpy\nnumpy.pi = 3.0\nopen('left.txt', 'w').close()\n",
                              ["numpy.pi"], "strict", 2.0, 1024)
-        probed = worker.run(PROBE, [f"probe({outside!r})"], "strict", 2.0, 1024)
+        probed = worker.run(PACKAGE_PROBE, [f"probe({outside!r}) + (numpy.pi,)"], "strict",
+                            2.0, 1024)
     assert decode(changed[0][1]) == 3.0
     assert decode(probed[0][1]) == ("EPERM", "EPERM", "EACCES", "ok", ["inside.txt"],
                                     3.141592653589793)

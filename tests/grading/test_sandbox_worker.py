@@ -7,26 +7,8 @@ import time
 
 from sweet_rl.grading.decode import decode
 from sweet_rl.grading.sandbox.client import SandboxWorker
+from tests.grading.hostile_helpers import PROBE
 
-# what an answer may do to the world, as outcome names (the errno's name, or "ok")
-PROBE = """
-import errno, os
-
-def outcome(action):
-    try:
-        action()
-        return "ok"
-    except OSError as error:
-        return errno.errorcode[error.errno]
-
-def probe(outside):
-    def write(path):
-        with open(path, "w") as handle:
-            handle.write("x")
-    return (outcome(os.fork), outcome(lambda: os.kill(os.getppid(), 0)),
-            outcome(lambda: write(outside)), outcome(lambda: write("inside.txt")),
-            sorted(os.listdir(".")))
-"""
 LEAVE_FILES = ("def leave(n):\n    for i in range(n):\n"
                "        open('left%d.txt' % i, 'w').close()\n    return n\n")
 SLOW = "def slow():\n    while True:\n        pass\n"

@@ -231,11 +231,32 @@ def _placed(fds):
     return wanted
 
 
+def _fork_and_report(sock, fds, run, *arguments):
+    """Fork a process that finds ``fds`` at ``FIRST_CHILD_FD``... and runs ``run(*arguments)``
+    (never returning); tell the worker its pid and pidfd (``b"P"``)."""
+    fds = _placed(fds)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            sock.close()
+            run(*arguments)
+        finally:
+            os._exit(0)
+    for fd in fds:
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    try:
+        send_fds(sock, b"P%d" % pid, [pidfd])
+    finally:
+        os.close(pidfd)
+
+
 def _serve(sock, child_entry):
     """The fork server's loop. Every fork shares the zygote's pages with the new child
     again, so each page this loop writes afterwards is copied: it allocates and touches as
     little as it can (no comprehensions, which make a function object each time)."""
     unreaped = []  # children the worker is done with that had not ended yet
+    own_pid = os.getpid()  # a child's parent, as the child sees it
     while True:
         try:
             data, fds = receive_fds(sock)
@@ -248,40 +269,13 @@ def _serve(sock, child_entry):
                 unreaped += map(int, data[1:].split(b","))
             if unreaped:
                 unreaped = list(filter(_running, unreaped))
-            fds = _placed(fds)
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    sock.close()
-                    child_entry(os.getppid())
-                finally:
-                    os._exit(0)
-            for fd in fds:
-                os.close(fd)
-            pidfd = os.pidfd_open(pid)
-            try:
-                send_fds(sock, b"P%d" % pid, [pidfd])
-            finally:
-                os.close(pidfd)
+            _fork_and_report(sock, fds, child_entry, own_pid)
         elif data[:1] == b"R":
             status = _reap(int(data[1:]))[1]
             sock.send(b"S-" if status is None else b"S%d" % status)
         elif data[:1] == b"Z" and len(fds) == 1:
-            fds = _placed(fds)
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    sock.close()
-                    _serve_preloaded(data[1:].decode().split(","), child_entry)
-                finally:
-                    os._exit(0)
-            for fd in fds:
-                os.close(fd)
-            pidfd = os.pidfd_open(pid)
-            try:
-                send_fds(sock, b"P%d" % pid, [pidfd])
-            finally:
-                os.close(pidfd)
+            _fork_and_report(sock, fds, _serve_preloaded, data[1:].decode().split(","),
+                             child_entry)
         else:
             for fd in fds:
                 os.close(fd)
