@@ -26,21 +26,24 @@ NOBODY = 65534
 needs_root = pytest.mark.skipif(not IS_ROOT, reason="needs real root (mounts, uid switches)")
 needs_landlock = pytest.mark.skipif(not HAS_LANDLOCK, reason="this kernel has no Landlock")
 
+# the scripts' way of naming what an action did (needs ``errno`` imported)
+OUTCOME_FUNCTION = '''
+def outcome(action):
+    """"ok", or the errno name of the OSError that ``action`` raised."""
+    try:
+        action()
+        return "ok"
+    except OSError as error:
+        return errno.errorcode[error.errno]
+'''
+
 PRELUDE = f"""
 import ctypes, errno, fcntl, json, mmap, os, resource, signal, socket, stat, sys
 sys.path.insert(0, {SANDBOX!r})
 import sandbox_confine as confine
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
-
-def outcome(action):
-    '''"ok", or the errno name of the OSError that ``action`` raised.'''
-    try:
-        action()
-        return "ok"
-    except OSError as error:
-        return errno.errorcode[error.errno]
-
+{OUTCOME_FUNCTION}
 def raw(number, *args):
     '''A raw system call: "ok" or the errno name.'''
     ctypes.set_errno(0)

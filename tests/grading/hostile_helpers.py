@@ -32,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 
+from tests.grading.confine_helpers import OUTCOME_FUNCTION
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROJECT = os.path.abspath(os.path.join(HERE, "..", ".."))
 FIXTURE = os.path.join(PROJECT, "tests", "fixtures", "adversarial_answers.jsonl")
@@ -43,16 +45,7 @@ _IPC_RMID = 0
 
 
 # what an answer may do to the world, as outcome names (the errno's name, or "ok")
-PROBE = """
-import errno, os
-
-def outcome(action):
-    try:
-        action()
-        return "ok"
-    except OSError as error:
-        return errno.errorcode[error.errno]
-
+PROBE = "\nimport errno, os\n" + OUTCOME_FUNCTION + """
 def probe(outside):
     def write(path):
         with open(path, "w") as handle:

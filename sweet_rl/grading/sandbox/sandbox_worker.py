@@ -273,10 +273,11 @@ class Worker:
                     "rules": job["rules"], "timeout": job["timeout"],
                     "memory_mb": job["memory_mb"],
                     "nonce": os.urandom(NONCE_LENGTH // 2).hex()}
-            setup_by = time.monotonic() + SETUP_LIMIT
-            server = packages and self.preloaded.server_for(
-                packages, setup_by - SETUP_LIMIT + PRELOAD_LIMIT)
-            child = self.current = self._fork(server or None)
+            now = time.monotonic()
+            setup_by = now + SETUP_LIMIT
+            # None without packages to preload: the child then comes from the zygote
+            server = self.preloaded.server_for(packages, now + PRELOAD_LIMIT)
+            child = self.current = self._fork(server)
             if self.memory:
                 try:
                     self.memory.limit(task["memory_mb"])
