@@ -132,7 +132,8 @@ if side == "sandboxed":
     grader = Grader("benchmark", timeout=float(timeout), workers=int(workers))
     rewards = [r.reward for r in grader.grade(items, progress=False)]
     seconds = time.perf_counter() - start
-    extra = {"isolation": grader.isolation, "package": sweet_rl.__file__}
+    extra = {"isolation": grader.isolation, "package": sweet_rl.__file__,
+             "pinned_pages": getattr(grader, "pinned_pages", None)}
 else:
     sys.path.insert(0, root + "/benchmarks")
     from bench_grader import grade_in_process
@@ -201,6 +202,8 @@ def bench(opts: BenchOptions) -> None:
               f"{median['ratio']:.2f}x (rounds: "
               f"{', '.join(f'{r:.2f}' for r in found['ratio'])})")
     print(f"sandbox isolation: {ours['isolation']}")
+    print(f"pages each fork server copies into a child at the fork, per worker: "
+          f"{ours.get('pinned_pages')}")
 
 
 if __name__ == "__main__":

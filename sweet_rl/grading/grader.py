@@ -94,6 +94,9 @@ class Grader:
         # the isolation every worker of the last grade() had, at every start; a layer a
         # restarted worker came up without is named in ``isolation["lost_on_restart"]``
         self.isolation: Dict[str, object] = {}
+        # per worker slot, the pages its fork server copies into each child at the fork
+        # (sandbox_pinning; 0 where the kernel refused)
+        self.pinned_pages: Dict[int, int] = {}
         self._reference_cache: Dict[tuple, List[List[str]]] = {}
 
     def grade(self, items: Sequence[GradeItem], progress: bool = False) -> List[GradeResult]:
@@ -157,6 +160,7 @@ class Grader:
         for worker in workers:
             merged = weakest(merged, worker.weakest) if merged else dict(worker.weakest)
             lost.update(worker.lost)
+            self.pinned_pages[worker.slot] = worker.pinned_pages
         if lost:
             merged["lost_on_restart"] = sorted(lost)
         if first:

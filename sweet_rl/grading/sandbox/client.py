@@ -135,6 +135,7 @@ class SandboxWorker:
         self.weakest: Dict[str, object] = {}
         self.lost: List[str] = []
         self.refused = 0  # result packets refused (written by answers, not by the sandbox)
+        self.pinned_pages = 0  # pages its fork server copies into each child at the fork
         self._pending: Optional[tuple] = None
         self._spawn()
         if wait:
@@ -200,6 +201,7 @@ class SandboxWorker:
             why = greeting.get("error") or f"it did not start ({' '.join(command)})"
             raise SandboxError(f"sandbox worker: {why}")
         self.isolation = greeting["isolation"]
+        self.pinned_pages = int(greeting.get("pinned_pages") or 0)
         if self.weakest:
             lost = lost_layers(self.weakest, self.isolation)
             if lost:

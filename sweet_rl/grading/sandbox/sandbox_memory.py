@@ -17,6 +17,7 @@ space limit, the tmpfs size and the refused memfd_create still bound an answer).
 the worker loads this by path.
 """
 
+import fcntl
 import os
 
 NAME_PREFIX = "sweet_rl_sandbox_"
@@ -149,6 +150,14 @@ def remove(folder):
     return False
 
 
+def _high(fd, floor=64):
+    """``fd`` moved to a number at or above ``floor`` (close-on-exec): the worker's low
+    descriptors are where the zygote puts a child's channels (see sandbox_zygote)."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
+    os.close(fd)
+    return moved
+
+
 class ChildBound:
     """The worker's handles on its children's cgroup, opened while it still may open them
     (before Landlock and the privilege drop); writes through them keep working after."""
@@ -156,11 +165,14 @@ class ChildBound:
     def __init__(self, folder):
         self.version = 2 if os.path.exists(os.path.join(folder, "memory.max")) else 1
         limit_file = "memory.max" if self.version == 2 else "memory.limit_in_bytes"
-        self.procs = os.open(os.path.join(folder, "cgroup.procs"), os.O_WRONLY | os.O_CLOEXEC)
-        self.limit_fd = os.open(os.path.join(folder, limit_file), os.O_WRONLY | os.O_CLOEXEC)
+        self.procs = _high(os.open(os.path.join(folder, "cgroup.procs"),
+                                   os.O_WRONLY | os.O_CLOEXEC))
+        self.limit_fd = _high(os.open(os.path.join(folder, limit_file),
+                                      os.O_WRONLY | os.O_CLOEXEC))
         swap = os.path.join(folder, "memory.swap.max" if self.version == 2
                             else "memory.memsw.limit_in_bytes")
-        self.swap_fd = os.open(swap, os.O_WRONLY | os.O_CLOEXEC) if os.path.exists(swap) else -1
+        self.swap_fd = (_high(os.open(swap, os.O_WRONLY | os.O_CLOEXEC))
+                        if os.path.exists(swap) else -1)
         self.memory_mb = None
 
     def limit(self, memory_mb):

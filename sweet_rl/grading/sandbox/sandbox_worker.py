@@ -2,10 +2,12 @@
 
 Started by :mod:`sweet_rl.grading.sandbox.client` as ``python -S sandbox_worker.py --slot N
 --scratch DIR [--cgroup DIR] [--library DIR ...]`` with a scrubbed environment (stdlib only; it
-loads its sibling modules by path). At start it confines *itself* — private network, a
-size-bounded private tmpfs for the jobs' folder, Landlock, no privileges, not dumpable — warms
-up, forks its fork server (:mod:`sandbox_zygote`, which never sees a job), then answers one JSON
-job per line on stdin with one JSON reply per line on stdout::
+loads its sibling modules by path). At start it takes a private network and a size-bounded
+private tmpfs for the jobs' folder, warms up, measures which of its pages the children will
+write (:mod:`sandbox_pinning`, with probes running a trusted job), confines *itself* — a pid
+namespace for its fork server, Landlock, no privileges, not dumpable — and forks its fork
+server (:mod:`sandbox_zygote`, which never sees a job and pins those pages); then it answers
+one JSON job per line on stdin with one JSON reply per line on stdout::
 
     job:   {"code": str, "tests": [expr, ...], "rules": "benchmark"|"strict",
             "timeout": seconds per test, "memory_mb": int, "reference": bool}
@@ -56,12 +58,13 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 import sandbox_confine as confine  # noqa: E402
 import sandbox_memory as memory  # noqa: E402
+import sandbox_pinning as pinning  # noqa: E402
 import sandbox_preload as preload  # noqa: E402
 import sandbox_records as records  # noqa: E402
 import sandbox_zygote as zygote  # noqa: E402
 from sandbox_child import (JOB_FD, NONCE_LENGTH, RESULT_FD, JobChannel,  # noqa: E402
                            job_header, on_alarm, parse_job, serve, text_line, warm_up)
-from sandbox_limits import EXIT_WAIT, PRELOAD_LIMIT, SETUP_LIMIT  # noqa: E402
+from sandbox_limits import CONTROL_LIMIT, EXIT_WAIT, PRELOAD_LIMIT, SETUP_LIMIT  # noqa: E402
 
 if (RESULT_FD, JOB_FD) != (zygote.FIRST_CHILD_FD, zygote.FIRST_CHILD_FD + 1):
     raise ImportError("a child's channels must be where the zygote puts them")
@@ -100,22 +103,75 @@ class Worker:
                              "kernel or Python lacks (Linux 5.3 or later)")
         confine.pin_to_one_cpu(slot)
         self.private_network = confine.enter_private_network()
-        jobs = os.path.join(scratch, "jobs")
-        os.mkdir(jobs, 0o700)
+        self.scratch, self.jobs = scratch, os.path.join(scratch, "jobs")
+        os.mkdir(self.jobs, 0o700)
         # files an answer writes count against this tmpfs's size, not against the disk
-        self.tmpfs = confine.private_tmpfs(jobs, JOBS_TMPFS_MB)
-        # the zygote (forked next) starts a pid namespace: no child outlives it
-        self.own_pids = confine.private_pid_namespace()
-        self.jobdir = os.path.join(jobs, "current")
+        self.tmpfs = confine.private_tmpfs(self.jobs, JOBS_TMPFS_MB)
+        self.jobdir = os.path.join(self.jobs, "current")
         os.mkdir(self.jobdir, 0o700)
         if uid is not None:
-            for path in (scratch, jobs, self.jobdir):
+            for path in (scratch, self.jobs, self.jobdir):
                 os.chown(path, uid, uid)
+        self.uid, self.real_root, self.libraries = uid, real_root, libraries
         self.devnull = _high(os.open(os.devnull, os.O_RDWR))
         os.environ.update(HOME=self.jobdir, TMPDIR=self.jobdir)
+        self.current = None  # the child of the job being run
+        self.spare = None  # a child forked ahead of its job (see after_reply)
+        self.leftover = None  # the last job's child, stopped, to clean up after the reply
+        self.seccomp = confine.SeccompFilter()
+        # the job channel's reader, made once, here: the zygote and the probes inherit it, so
+        # a child writes to fewer inherited pages, and to the ones the probes measured
+        self.channel = JobChannel(JOB_FD)
+        self.own_pids = False  # until confine_self: a probe dies with this worker
+        self.hot = []  # the pages the zygote pins (see sandbox_pinning)
+        self.pinned = 0  # how many it did pin
+        self.zygote = None
+        self.preloaded = None  # fork servers holding heavy packages (sandbox_preload)
+
+    def prepare(self):
+        """Before confinement: warm up (see sandbox_child.warm_up), freeze what is warm, and
+        measure which pages the children will write. The probes are forked here, before the
+        pid namespace, whose first process must be the zygote, and before Landlock, under which
+        nothing in ``/proc`` opens; they run a trusted job only."""
+        warm_up(self.devnull)
+        # Children write to every object they touch (reference counts), and each first write
+        # to a page inherited from the zygote copies it; keeping the garbage collector off the
+        # warm objects spares the children from touching all of them.
+        gc.collect()
+        gc.freeze()
+        try:
+            pagemap = pinning.PageMap()
+        except OSError:  # no /proc: nothing is pinned
+            return
+        try:
+            counts = pinning.measure(
+                pagemap, lambda round_: pinning.start_probe(self._probe_entry, round_))
+        except Exception:  # noqa: BLE001 - measuring is only for speed: nothing is pinned
+            counts = None
+        finally:
+            pagemap.close()
+        if counts is not None:
+            self.hot = pinning.hot_pages(counts, pinning.ROUNDS)
+
+    def _probe_entry(self, parent):
+        """A probe (see sandbox_pinning), as a child of the fork server: /dev/null for its
+        standard streams and the fork server's seccomp stage (a child has both from the fork
+        server), then a child's own entry on the probe job."""
+        for fd in (0, 1, 2):
+            os.dup2(self.devnull, fd)
+        self.seccomp.install_fork_server()
+        self._child_entry(parent)
+        pinning.probe_done()
+
+    def confine_self(self):
+        """Confine this worker (the zygote and the children inherit it all): the pid
+        namespace its zygote starts, Landlock, no privileges, not dumpable."""
+        uid, real_root = self.uid, self.real_root
+        # the zygote (forked next) starts a pid namespace: no child outlives it
+        self.own_pids = confine.private_pid_namespace()
         # Landlock confines this worker itself, once: the zygote and the children inherit it;
         # each child adds a layer (built here, once) that lets it write only in the job folder
-        landlock = confine.Landlock(jobs, confine.readable_roots(libraries))
+        landlock = confine.Landlock(self.jobs, confine.readable_roots(self.libraries))
         self.landlock_abi = landlock.abi if landlock.restrict() else 0
         self.job_layer = confine.job_ruleset(self.jobdir) if self.landlock_abi else -1
         if self.job_layer >= 0:
@@ -124,13 +180,9 @@ class Worker:
         confine.set_dumpable(False)  # nothing of the same uid may read or trace our memory
         reachable, blocker = confine.scratch_reachable(self.jobdir, os.getuid())
         if not reachable:
-            raise SystemExit(f"the sandbox cannot use its scratch folder {scratch}: {blocker} "
-                             "is not searchable by the sandbox's user; pick a scratch root "
-                             "(TMPDIR) that every user may enter")
-        self.current = None  # the child of the job being run
-        self.spare = None  # a child forked ahead of its job (see after_reply)
-        self.leftover = None  # the last job's child, stopped, to clean up after the reply
-        self.seccomp = confine.SeccompFilter()
+            raise SystemExit(f"the sandbox cannot use its scratch folder {self.scratch}: "
+                             f"{blocker} is not searchable by the sandbox's user; pick a "
+                             "scratch root (TMPDIR) that every user may enter")
         self.isolation = {
             "private_network": self.private_network,
             "landlock_abi": self.landlock_abi,
@@ -142,14 +194,16 @@ class Worker:
             "fork_server": True,
             "memory_cgroup": f"v{self.memory.version}" if self.memory else False,
         }
-        self.zygote = None
-        self.preloaded = None  # fork servers holding heavy packages (sandbox_preload)
 
     # -- children --------------------------------------------------------------------------
     def start_zygote(self):
         keep = [self.devnull] + ([self.job_layer] if self.job_layer >= 0 else [])
         self.zygote = zygote.start_zygote(self._child_entry, keep, confine.die_with_parent,
                                           self._confine_zygote, own_pids=self.own_pids)
+        try:  # once confined, it says how many pages it pinned
+            self.pinned = self.zygote.ready(CONTROL_LIMIT)
+        except OSError as error:
+            raise SystemExit(f"the sandbox's fork server did not start: {error}") from None
         if self.memory:  # its children are born in the cgroup
             self.memory.admit(self.zygote.pid)
         self.preloaded = preload.PreloadServers(self.zygote)
@@ -159,7 +213,17 @@ class Worker:
         only in the job folder, and every seccomp refusal but the children's own stage, which
         each child adds for itself. A child inherits both for free; applying them per child
         cost about 1 ms of kernel time (merging the Landlock rule trees, compiling the
-        filter)."""
+        filter). First, while the locked-memory limit and the filter still allow it, it pins
+        the pages its children nearly always write (see sandbox_pinning): each fork then copies
+        them at once, not at each one's first write. Returns how many pages it pinned."""
+        pinned = 0
+        if self.hot:
+            pinning.lift_memlock_limit()
+            ring, pinned = pinning.pin(self.hot)
+            if ring >= 0:  # open for good; a child closes its copy before its job comes
+                self.ring = _high(ring)
+            else:
+                pinned = 0
         os.chdir(self.jobdir)  # every child's working folder
         confine.limit_fork_server()  # the bounds that are the same for every job
         if self.job_layer >= 0:
@@ -170,8 +234,7 @@ class Worker:
         # the grader's CPU time. Nothing can send the zygote SIGALRM: it sets no timer, and
         # seccomp refuses the children every way of sending a signal
         signal.signal(signal.SIGALRM, on_alarm)
-        # the job channel's reader, made once: a child then writes to fewer inherited pages
-        self.channel = JobChannel(JOB_FD)
+        return pinned
 
     def _child_entry(self, zygote_pid):
         """In a fresh child of the zygote: confine, take the job from its channel, run it.
@@ -386,20 +449,22 @@ def main():
     # grading interpreter's site-packages folders, which come as arguments
     sys.path.extend(libraries)
     out = sys.stdout
+    worker = None
     try:
         worker = Worker(slot, scratch, libraries, cgroup)
+        worker.prepare()
+        worker.confine_self()
+        gc.collect()
+        gc.freeze()  # what confinement made, as prepare() froze the warm objects
+        worker.start_zygote()  # before the first job: the zygote never holds one
     except SystemExit as failure:
+        if worker is not None:
+            worker.close()
         out.write(json.dumps({"error": str(failure)}) + "\n")
         out.flush()
         return
-    warm_up(worker.devnull)
-    # Children write to every object they touch (reference counts), and each first write to a
-    # page inherited from the zygote copies it; keeping the garbage collector off the warm
-    # objects spares the children from touching all of them.
-    gc.collect()
-    gc.freeze()
-    worker.start_zygote()  # before the first job: the zygote never holds one
-    out.write(json.dumps({"isolation": worker.isolation}) + "\n")
+    out.write(json.dumps({"isolation": worker.isolation, "pinned_pages": worker.pinned})
+              + "\n")
     out.flush()
     try:
         for line in sys.stdin:

@@ -75,6 +75,18 @@ class ZygoteClient:
         # signalled through its pidfd and reaped by its parent
         self.pidfd, self.parent = pidfd, parent
 
+    def ready(self, seconds=CONTROL_LIMIT):
+        """Wait for a new zygote's ready message: the number its ``confine()`` returned (0
+        for None). Raises OSError when it does not come within ``seconds``."""
+        self.sock.settimeout(seconds)
+        try:
+            reply = self.sock.recv(64)
+        finally:
+            self.sock.settimeout(CONTROL_LIMIT)
+        if not reply.startswith(b"R") or not reply[1:].isdigit():
+            raise OSError(f"the zygote did not start ({reply!r})")
+        return int(reply[1:])
+
     def start_server(self, names, deadline):
         """A fork server, forked from this one, that imported the modules ``names`` (a tuple
         of str): a ZygoteClient, or None when it was not ready by ``deadline`` (monotonic
@@ -164,7 +176,9 @@ def start_zygote(child_entry, keep_fds, die_with_parent, confine=None, own_pids=
     each child, with the descriptors its fork request sent at ``FIRST_CHILD_FD``..., and never
     returns; ``keep_fds`` are the worker's fds the zygote needs (/dev/null first), all at
     ``HIGH_FD`` or above; every other one is closed. ``confine()`` runs in the zygote before
-    it serves: what it applies, every child inherits without paying for it again.
+    it serves: what it applies, every child inherits without paying for it again; the number
+    it returns is the zygote's ready message (see :meth:`ZygoteClient.ready`, which the caller
+    must read before its first request).
     ``own_pids``: the worker unshared its pid namespace, so the zygote is the first process
     of a new one (its parent, outside, shows as pid 0)."""
     if min(keep_fds) < HIGH_FD:
@@ -191,8 +205,8 @@ def start_zygote(child_entry, keep_fds, die_with_parent, confine=None, own_pids=
                 os.closerange(low, fd)
                 low = fd + 1
         os.closerange(low, 1 << 16)
-        if confine is not None:
-            confine()
+        note = confine() if confine is not None else None
+        control.send(b"R%d" % (note or 0))  # ready: read by ZygoteClient.ready
         _serve(control, child_entry)
     finally:
         os._exit(0)
@@ -249,6 +263,37 @@ def _fork_and_report(sock, fds, run, *arguments):
         send_fds(sock, b"P%d" % pid, [pidfd])
     finally:
         os.close(pidfd)
+
+
+def serve_once(child_entry, fds):
+    """Serve one fork request for ``fds`` with the calling process as the fork server: the
+    zygote's own loop, run here (the worker forks its probes this way, so that what they
+    measure is what a fork writes on both sides; see sandbox_pinning). As in the zygote,
+    ``FIRST_CHILD_FD``... must be free. Returns ``(pid, pidfd)``; raises OSError."""
+    pair = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+    ours, theirs = (_socket.socket(fileno=fcntl.fcntl(end.fileno(), fcntl.F_DUPFD, HIGH_FD))
+                    for end in pair)
+    for end in pair:
+        end.close()
+    try:
+        for fd in _WANTED[len(fds)]:
+            try:
+                os.fstat(fd)
+            except OSError:
+                continue
+            raise OSError(f"descriptor {fd} is in use: a child's descriptors would replace it")
+        send_fds(ours, b"F", fds)
+        ours.shutdown(_socket.SHUT_WR)  # the loop ends after this one request
+        _serve(theirs, child_entry)
+        reply, got = receive_fds(ours, 64)
+    finally:
+        ours.close()
+        theirs.close()
+    if not reply.startswith(b"P") or len(got) != 1:
+        for fd in got:
+            os.close(fd)
+        raise OSError(f"no child was forked ({reply!r})")
+    return int(reply[1:]), got[0]
 
 
 def _serve(sock, child_entry):
