@@ -245,6 +245,12 @@ class Landlock:
         if rights & _fs_rights(self.abi):
             _add_rule(self.fd, path, rights & _fs_rights(self.abi))
 
+    def close(self) -> None:
+        """Close the ruleset's descriptor (a process it restricted stays restricted)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
     def restrict(self) -> bool:
         """Confine the calling process (and whatever it could start) for good."""
         if self.fd < 0:

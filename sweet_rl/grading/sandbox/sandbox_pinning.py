@@ -10,18 +10,19 @@ page. So the fork server pins the pages its children nearly always write, with a
 buffer registration that it never uses for any I/O, and each child starts with its own copies
 of them; the fork server's own writes to them after a fork trap no more either.
 
-Which pages is measured once per worker, before it confines itself (under Landlock nothing in
-``/proc`` opens, and the first process forked into its pid namespace must be the fork server):
-probes forked through the fork server's own loop, run in the worker
+Which pages is measured once per worker as it starts, after Landlock (its descriptors on
+``/proc/self`` were opened before: under Landlock nothing in ``/proc`` opens) and before its
+pid namespace (whose first process must be the fork server) and its privilege drop: probes
+forked through the fork server's own loop, run in the worker
 (:func:`sandbox_zygote.serve_once`), run a trusted job through a child's own entry; a page of
 the worker that is no longer shared while a probe lives (``/proc/self/pagemap``: "exclusively
-mapped") was written by one side or the other. Pages written in at least half of the probes are pinned, the most written first, as
-many as the locked-memory limit allows (at most :data:`MAX_PAGES`). Where the kernel refuses
-any of it (no pagemap, io_uring disabled, no locked memory allowed) nothing is pinned and
-children copy pages on first write; no layer of the sandbox depends on this. The ring's
-descriptor sits above the children's channels, every child closes it before its job comes,
-and the seccomp filter refuses every io_uring call to the fork server (once it is set up) and
-to the children.
+mapped") was written by one side or the other. Pages written in at least half of the probes are
+pinned, the most written first, as many as the locked-memory limit allows (at most
+:data:`MAX_PAGES`). Where the kernel refuses any of it (no pagemap, io_uring disabled, no
+locked memory allowed) nothing is pinned and children copy pages on first write; no layer of
+the sandbox depends on this. The ring's descriptor sits above the children's channels, every
+child closes it before its job comes, and the seccomp filter refuses every io_uring call to the
+fork server (once it is set up) and to the children.
 """
 
 import ctypes

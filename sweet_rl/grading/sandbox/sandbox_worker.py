@@ -2,12 +2,12 @@
 
 Started by :mod:`sweet_rl.grading.sandbox.client` as ``python -S sandbox_worker.py --slot N
 --scratch DIR [--cgroup DIR] [--library DIR ...]`` with a scrubbed environment (stdlib only; it
-loads its sibling modules by path). At start it takes a private network and a size-bounded
-private tmpfs for the jobs' folder, warms up, measures which of its pages the children will
-write (:mod:`sandbox_pinning`, with probes running a trusted job), confines *itself* — a pid
-namespace for its fork server, Landlock, no privileges, not dumpable — and forks its fork
-server (:mod:`sandbox_zygote`, which never sees a job and pins those pages); then it answers
-one JSON job per line on stdin with one JSON reply per line on stdout::
+loads its sibling modules by path). At start it confines *itself* — a private network, a
+size-bounded private tmpfs for the jobs' folder, Landlock, then (after warming up and measuring
+which of its pages the children will write, :mod:`sandbox_pinning`, with probes running a
+trusted job) a pid namespace for its fork server, no privileges, not dumpable — and forks its
+fork server (:mod:`sandbox_zygote`, which never sees a job and pins those pages); then it
+answers one JSON job per line on stdin with one JSON reply per line on stdout::
 
     job:   {"code": str, "tests": [expr, ...], "rules": "benchmark"|"strict",
             "timeout": seconds per test, "memory_mb": int, "reference": bool}
@@ -124,32 +124,46 @@ class Worker:
         self.channel = JobChannel(JOB_FD)
         self.own_pids = False  # until confine_self: a probe dies with this worker
         self.hot = []  # the pages the zygote pins (see sandbox_pinning)
+        try:  # opened before Landlock, under which nothing in /proc opens
+            self.pagemap = pinning.PageMap()
+        except OSError:  # nothing is pinned
+            self.pagemap = None
         self.pinned = 0  # how many it did pin
         self.zygote = None
         self.preloaded = None  # fork servers holding heavy packages (sandbox_preload)
 
+    def restrict_files(self):
+        """Landlock confines this worker itself, once: the zygote and the children inherit
+        it; each child adds a layer (built here, once) that lets it write only in the job
+        folder."""
+        landlock = confine.Landlock(self.jobs, confine.readable_roots(self.libraries))
+        self.landlock_abi = landlock.abi if landlock.restrict() else 0
+        landlock.close()  # its descriptor would sit where a child's channels go
+        self.job_layer = confine.job_ruleset(self.jobdir) if self.landlock_abi else -1
+        if self.job_layer >= 0:
+            self.job_layer = _high(self.job_layer)
+
     def prepare(self):
-        """Before confinement: warm up (see sandbox_child.warm_up), freeze what is warm, and
-        measure which pages the children will write. The probes are forked here, before the
-        pid namespace, whose first process must be the zygote, and before Landlock, under which
-        nothing in ``/proc`` opens; they run a trusted job only."""
+        """Warm up (see sandbox_child.warm_up), freeze what is warm, and measure which pages
+        the children will write, as late as may be: after Landlock (whose rules cost many
+        allocations, which move where a child's new objects go), before the pid namespace,
+        whose first process must be the zygote. The probes run a trusted job only."""
         warm_up(self.devnull)
         # Children write to every object they touch (reference counts), and each first write
         # to a page inherited from the zygote copies it; keeping the garbage collector off the
         # warm objects spares the children from touching all of them.
         gc.collect()
         gc.freeze()
-        try:
-            pagemap = pinning.PageMap()
-        except OSError:  # no /proc: nothing is pinned
+        if self.pagemap is None:
             return
         try:
             counts = pinning.measure(
-                pagemap, lambda round_: pinning.start_probe(self._probe_entry, round_))
+                self.pagemap, lambda round_: pinning.start_probe(self._probe_entry, round_))
         except Exception:  # noqa: BLE001 - measuring is only for speed: nothing is pinned
             counts = None
         finally:
-            pagemap.close()
+            self.pagemap.close()
+            self.pagemap = None
         if counts is not None:
             self.hot = pinning.hot_pages(counts, pinning.ROUNDS)
 
@@ -164,18 +178,11 @@ class Worker:
         pinning.probe_done()
 
     def confine_self(self):
-        """Confine this worker (the zygote and the children inherit it all): the pid
-        namespace its zygote starts, Landlock, no privileges, not dumpable."""
+        """The rest of this worker's confinement (the zygote and the children inherit it
+        all): the pid namespace its zygote starts, no privileges, not dumpable."""
         uid, real_root = self.uid, self.real_root
         # the zygote (forked next) starts a pid namespace: no child outlives it
         self.own_pids = confine.private_pid_namespace()
-        # Landlock confines this worker itself, once: the zygote and the children inherit it;
-        # each child adds a layer (built here, once) that lets it write only in the job folder
-        landlock = confine.Landlock(self.jobs, confine.readable_roots(self.libraries))
-        self.landlock_abi = landlock.abi if landlock.restrict() else 0
-        self.job_layer = confine.job_ruleset(self.jobdir) if self.landlock_abi else -1
-        if self.job_layer >= 0:
-            self.job_layer = _high(self.job_layer)
         confine.become(uid)  # no privilege from here on: the children inherit the drop
         confine.set_dumpable(False)  # nothing of the same uid may read or trace our memory
         reachable, blocker = confine.scratch_reachable(self.jobdir, os.getuid())
@@ -452,6 +459,7 @@ def main():
     worker = None
     try:
         worker = Worker(slot, scratch, libraries, cgroup)
+        worker.restrict_files()
         worker.prepare()
         worker.confine_self()
         gc.collect()
