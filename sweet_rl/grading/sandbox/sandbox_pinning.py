@@ -20,9 +20,10 @@ mapped") was written by one side or the other. Pages written in at least half of
 pinned, the most written first, as many as the locked-memory limit allows (at most
 :data:`MAX_PAGES`). Where the kernel refuses any of it (no pagemap, io_uring disabled, no
 locked memory allowed) nothing is pinned and children copy pages on first write; no layer of
-the sandbox depends on this. The ring's descriptor sits above the children's channels, every
-child closes it before its job comes, and the seccomp filter refuses every io_uring call to the
-fork server (once it is set up) and to the children.
+the sandbox depends on this. The worker makes the ring before it drops its privileges
+(:func:`make_ring`), the fork server registers the pages. The ring's descriptor sits above the
+children's channels, every child closes it before its job comes, and the seccomp filter refuses
+every io_uring call to the fork server (once it is set up) and to the children.
 """
 
 import ctypes
@@ -196,7 +197,10 @@ def measure(pagemap, start_probe, rounds=ROUNDS, wait=SETUP_LIMIT):
             written = None
         finally:
             sock.close()
-            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            try:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            except OSError:  # it has ended already
+                pass
             select.select([pidfd], [], [], max(0.0, deadline - time.monotonic()) + 1)
             os.close(pidfd)
             try:
@@ -255,26 +259,50 @@ def lift_memlock_limit():
         resource.setrlimit(resource.RLIMIT_MEMLOCK, (hard, hard))
 
 
-def pin(pages):
-    """Pin ``pages`` (page numbers of this process, the most wanted first) for as long as the
-    returned descriptor stays open, as many as the locked-memory limit allows: ``(descriptor,
-    how many)``, or ``(-1, why)`` where the kernel refused."""
+def _libc():
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    return libc
+
+
+def make_ring():
+    """An io_uring instance that is only ever used to pin pages: ``(descriptor, None)``, or
+    ``(-1, why)`` where the kernel refused. Whether what it pins counts against its user's
+    locked-memory limit is settled here: not when the caller may lock memory at will
+    (CAP_IPC_LOCK, as root before the worker drops its privileges), so that every worker's fork
+    server can pin, however many run."""
+    ring = _libc().syscall(ctypes.c_long(_IO_URING_SETUP), ctypes.c_uint(1),
+                           ctypes.create_string_buffer(_PARAMS_SIZE))
+    if ring < 0:
+        return -1, f"io_uring_setup: {os.strerror(ctypes.get_errno())}"
+    return ring, None
+
+
+def register(ring, pages):
+    """Pin ``pages`` (page numbers of the calling process, the most wanted first) for as long
+    as ``ring`` lives, no more than the locked-memory limit (whether or not the ring counts
+    them against it): ``(how many, None)``, or ``(0, why)`` where the kernel refused."""
     soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
     if soft != resource.RLIM_INFINITY:
         pages = pages[:max(0, soft // PAGE - 16)]  # room for the ring's own pages
     if not pages:
-        return -1, "no pages (or no locked memory allowed)"
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    params = ctypes.create_string_buffer(_PARAMS_SIZE)
-    ring = libc.syscall(ctypes.c_long(_IO_URING_SETUP), ctypes.c_uint(1), params)
-    if ring < 0:
-        return -1, f"io_uring_setup: {os.strerror(ctypes.get_errno())}"
+        return 0, "no pages (or no locked memory allowed)"
     pieces = spans(pages)
     vectors = (_IOVec * len(pieces))(*(_IOVec(address, length) for address, length in pieces))
-    if libc.syscall(ctypes.c_long(_IO_URING_REGISTER), ctypes.c_uint(ring),
-                    ctypes.c_uint(_REGISTER_BUFFERS), vectors, ctypes.c_uint(len(pieces))) < 0:
-        why = os.strerror(ctypes.get_errno())
+    if _libc().syscall(ctypes.c_long(_IO_URING_REGISTER), ctypes.c_uint(ring),
+                       ctypes.c_uint(_REGISTER_BUFFERS), vectors, ctypes.c_uint(len(pieces))) < 0:
+        return 0, f"registering {len(pages)} pages: {os.strerror(ctypes.get_errno())}"
+    return len(pages), None
+
+
+def pin(pages):
+    """:func:`make_ring` and :func:`register` in one: ``(descriptor, how many)``, or ``(-1,
+    why)``. The pages stay pinned as long as the descriptor stays open."""
+    ring, why = make_ring()
+    if ring < 0:
+        return -1, why
+    pinned, why = register(ring, pages)
+    if not pinned:
         os.close(ring)
-        return -1, f"registering {len(pages)} pages: {why}"
-    return ring, len(pages)
+        return -1, why
+    return ring, pinned

@@ -124,6 +124,7 @@ class Worker:
         self.channel = JobChannel(JOB_FD)
         self.own_pids = False  # until confine_self: a probe dies with this worker
         self.hot = []  # the pages the zygote pins (see sandbox_pinning)
+        self.ring = -1  # the io_uring instance it pins them with
         try:  # opened before Landlock, under which nothing in /proc opens
             self.pagemap = pinning.PageMap()
         except OSError:  # nothing is pinned
@@ -183,6 +184,9 @@ class Worker:
         uid, real_root = self.uid, self.real_root
         # the zygote (forked next) starts a pid namespace: no child outlives it
         self.own_pids = confine.private_pid_namespace()
+        if self.hot:  # made while this process may still lock memory at will (as root)
+            ring, _why = pinning.make_ring()
+            self.ring = _high(ring) if ring >= 0 else -1
         confine.become(uid)  # no privilege from here on: the children inherit the drop
         confine.set_dumpable(False)  # nothing of the same uid may read or trace our memory
         reachable, blocker = confine.scratch_reachable(self.jobdir, os.getuid())
@@ -204,9 +208,12 @@ class Worker:
 
     # -- children --------------------------------------------------------------------------
     def start_zygote(self):
-        keep = [self.devnull] + ([self.job_layer] if self.job_layer >= 0 else [])
+        keep = [self.devnull] + [fd for fd in (self.job_layer, self.ring) if fd >= 0]
         self.zygote = zygote.start_zygote(self._child_entry, keep, confine.die_with_parent,
                                           self._confine_zygote, own_pids=self.own_pids)
+        if self.ring >= 0:  # the zygote holds it now
+            os.close(self.ring)
+            self.ring = -1
         try:  # once confined, it says how many pages it pinned
             self.pinned = self.zygote.ready(CONTROL_LIMIT)
         except OSError as error:
@@ -224,13 +231,9 @@ class Worker:
         the pages its children nearly always write (see sandbox_pinning): each fork then copies
         them at once, not at each one's first write. Returns how many pages it pinned."""
         pinned = 0
-        if self.hot:
+        if self.ring >= 0:  # open for good; a child closes its copy before its job comes
             pinning.lift_memlock_limit()
-            ring, pinned = pinning.pin(self.hot)
-            if ring >= 0:  # open for good; a child closes its copy before its job comes
-                self.ring = _high(ring)
-            else:
-                pinned = 0
+            pinned, _why = pinning.register(self.ring, self.hot)
         os.chdir(self.jobdir)  # every child's working folder
         confine.limit_fork_server()  # the bounds that are the same for every job
         if self.job_layer >= 0:
