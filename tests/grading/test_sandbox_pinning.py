@@ -132,9 +132,13 @@ def test_a_probe_that_never_reports_fails_the_measurement_and_is_killed():
 
 
 def _pinned_or_skip(pages):
-    ring, pinned = pinning.pin(pages)
+    ring, why = pinning.make_ring()
     if ring < 0:
-        pytest.skip(f"the kernel refuses to pin pages here: {pinned}")
+        pytest.skip(f"the kernel refuses to pin pages here: {why}")
+    pinned, why = pinning.register(ring, pages)
+    if not pinned:
+        os.close(ring)
+        pytest.skip(f"the kernel refuses to pin pages here: {why}")
     return ring, pinned
 
 

@@ -27,7 +27,6 @@ every io_uring call to the fork server (once it is set up) and to the children.
 """
 
 import ctypes
-import fcntl
 import os
 import resource
 import select
@@ -123,21 +122,15 @@ def hot_pages(counts, rounds, share=SHARE, most=MAX_PAGES):
     return sorted(hot, key=lambda page: (-counts[page], page))[:most]
 
 
-def _above(fd, floor):
-    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, floor)
-    os.close(fd)
-    return moved
-
-
 class PageMap:
     """This process's ``/proc/self/maps`` and ``/proc/self/pagemap``, opened before Landlock
     (which checks a file when it is opened, not when it is read), above ``floor``: the low
     descriptors are where a child's channels go. Raises OSError."""
 
     def __init__(self, floor=zygote.HIGH_FD):
-        self.maps = _above(os.open("/proc/self/maps", os.O_RDONLY | os.O_CLOEXEC), floor)
+        self.maps = zygote.above(os.open("/proc/self/maps", os.O_RDONLY | os.O_CLOEXEC), floor)
         try:
-            self.pagemap = _above(os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC),
+            self.pagemap = zygote.above(os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC),
                                   floor)
         except OSError:
             os.close(self.maps)
@@ -225,7 +218,7 @@ def start_probe(entry, round_):
     job_ours, job_theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
     ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     # the probe's ends where no child's descriptor goes: they must land at 3 and 4
-    ends = [_above(end.detach(), zygote.HIGH_FD) for end in (theirs, job_theirs)]
+    ends = [zygote.above(end.detach(), zygote.HIGH_FD) for end in (theirs, job_theirs)]
     try:
         job_ours.sendall(job_header(task) + b"".join(map(text_line, PROBE_TESTS)))
         job_ours.close()  # the probe's harness ends after the last test
@@ -251,14 +244,6 @@ class _IOVec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("length", ctypes.c_size_t)]
 
 
-def lift_memlock_limit():
-    """The locked-memory limit raised to its hard limit (which needs no privilege): the fork
-    server's, before it pins (it sets the limit to 0 for its children right after)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
-    if soft != hard:
-        resource.setrlimit(resource.RLIMIT_MEMLOCK, (hard, hard))
-
-
 def _libc():
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
@@ -281,8 +266,12 @@ def make_ring():
 def register(ring, pages):
     """Pin ``pages`` (page numbers of the calling process, the most wanted first) for as long
     as ``ring`` lives, no more than the locked-memory limit (whether or not the ring counts
-    them against it): ``(how many, None)``, or ``(0, why)`` where the kernel refused."""
-    soft = resource.getrlimit(resource.RLIMIT_MEMLOCK)[0]
+    them against it; the soft limit is raised to the hard one first, which needs no privilege):
+    ``(how many, None)``, or ``(0, why)`` where the kernel refused."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_MEMLOCK, (hard, hard))
+        soft = hard
     if soft != resource.RLIM_INFINITY:
         pages = pages[:max(0, soft // PAGE - 16)]  # room for the ring's own pages
     if not pages:
@@ -293,16 +282,3 @@ def register(ring, pages):
                        ctypes.c_uint(_REGISTER_BUFFERS), vectors, ctypes.c_uint(len(pieces))) < 0:
         return 0, f"registering {len(pages)} pages: {os.strerror(ctypes.get_errno())}"
     return len(pages), None
-
-
-def pin(pages):
-    """:func:`make_ring` and :func:`register` in one: ``(descriptor, how many)``, or ``(-1,
-    why)``. The pages stay pinned as long as the descriptor stays open."""
-    ring, why = make_ring()
-    if ring < 0:
-        return -1, why
-    pinned, why = register(ring, pages)
-    if not pinned:
-        os.close(ring)
-        return -1, why
-    return ring, pinned

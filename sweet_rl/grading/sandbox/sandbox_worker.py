@@ -43,7 +43,6 @@ cannot be, or the zygote stops answering, the worker exits without a reply, and 
 starts a fresh one.
 """
 
-import fcntl
 import gc
 import json
 import os
@@ -77,14 +76,6 @@ JOBS_TMPFS_MB = 512  # the size of the private tmpfs that holds the job folder
 AHEAD_BYTES = 32 * 1024
 
 
-def _high(fd, floor=64):
-    """``fd`` moved to a number at or above ``floor``: a child puts its channels at 3 and 4,
-    which must not land on a descriptor it still needs."""
-    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, floor)
-    os.close(fd)
-    return moved
-
-
 def _confine_for(task):
     """A job's own bounds, in its child before any of its code runs."""
     left = task["count"] - task["start"]
@@ -113,7 +104,7 @@ class Worker:
             for path in (scratch, self.jobs, self.jobdir):
                 os.chown(path, uid, uid)
         self.uid, self.real_root, self.libraries = uid, real_root, libraries
-        self.devnull = _high(os.open(os.devnull, os.O_RDWR))
+        self.devnull = zygote.above(os.open(os.devnull, os.O_RDWR))
         os.environ.update(HOME=self.jobdir, TMPDIR=self.jobdir)
         self.current = None  # the child of the job being run
         self.spare = None  # a child forked ahead of its job (see after_reply)
@@ -142,7 +133,7 @@ class Worker:
         landlock.close()  # its descriptor would sit where a child's channels go
         self.job_layer = confine.job_ruleset(self.jobdir) if self.landlock_abi else -1
         if self.job_layer >= 0:
-            self.job_layer = _high(self.job_layer)
+            self.job_layer = zygote.above(self.job_layer)
 
     def prepare(self):
         """Warm up (see sandbox_child.warm_up), freeze what is warm, and measure which pages
@@ -186,7 +177,7 @@ class Worker:
         self.own_pids = confine.private_pid_namespace()
         if self.hot:  # made while this process may still lock memory at will (as root)
             ring, _why = pinning.make_ring()
-            self.ring = _high(ring) if ring >= 0 else -1
+            self.ring = zygote.above(ring) if ring >= 0 else -1
         confine.become(uid)  # no privilege from here on: the children inherit the drop
         confine.set_dumpable(False)  # nothing of the same uid may read or trace our memory
         reachable, blocker = confine.scratch_reachable(self.jobdir, os.getuid())
@@ -232,7 +223,6 @@ class Worker:
         them at once, not at each one's first write. Returns how many pages it pinned."""
         pinned = 0
         if self.ring >= 0:  # open for good; a child closes its copy before its job comes
-            pinning.lift_memlock_limit()
             pinned, _why = pinning.register(self.ring, self.hot)
         os.chdir(self.jobdir)  # every child's working folder
         confine.limit_fork_server()  # the bounds that are the same for every job

@@ -18,7 +18,7 @@ Protocol, over an AF_UNIX SOCK_SEQPACKET pair (one message each way per request)
     zygote -> worker   b"S" + wait status, or b"S-" when unknown (the child still runs)
     worker -> zygote   b"Z" + module names, comma-separated, with SCM_RIGHTS [a control
                        socket]: fork a server that imports them (see :mod:`sandbox_preload`)
-    zygote -> worker   b"P" + pid, with SCM_RIGHTS [pidfd]; the new server says b"R" on its
+    zygote -> worker   b"P" + pid, with SCM_RIGHTS [pidfd]; the new server says b"R0" on its
                        control socket once its imports are done, then serves this protocol
 
 The zygote reaps a child only when told to, so a pid the worker may still name is never
@@ -102,14 +102,10 @@ class ZygoteClient:
             theirs.close()
         server = ZygoteClient(pid, ours, pidfd, self)
         try:
-            ours.settimeout(max(0.001, deadline - time.monotonic()))
-            ready = ours.recv(8) == b"R"
+            server.ready(max(0.001, deadline - time.monotonic()))
         except OSError:
-            ready = False
-        if not ready:
             server.close()
             return None
-        ours.settimeout(CONTROL_LIMIT)
         return server
 
     def fork(self, fds):
@@ -193,8 +189,7 @@ def start_zygote(child_entry, keep_fds, die_with_parent, confine=None, own_pids=
         ours.close()
         _SERVERS_DIE_WITH_PARENT.append(None if own_pids else die_with_parent)
         die_with_parent(0 if own_pids else worker_pid)
-        control = _socket.socket(fileno=fcntl.fcntl(theirs.fileno(), fcntl.F_DUPFD, HIGH_FD))
-        theirs.close()
+        control = _socket.socket(fileno=above(theirs.detach()))
         keep = sorted({control.fileno(), *keep_fds})
         devnull = keep_fds[0]
         for fd in (0, 1, 2):  # the worker's pipes to the grader are not the zygote's business
@@ -231,14 +226,20 @@ def _running(pid):
 _WANTED = [list(range(FIRST_CHILD_FD, FIRST_CHILD_FD + n)) for n in range(CONTROL_FDS + 1)]
 
 
+def above(fd, floor=HIGH_FD):
+    """``fd`` moved to the lowest free number at or above ``floor`` (the old one closed):
+    out of the way of a child's descriptors, which go to ``FIRST_CHILD_FD``..."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD, floor)
+    os.close(fd)
+    return moved
+
+
 def _placed(fds):
     """The received descriptors at ``FIRST_CHILD_FD``... They land there as they arrive (the
     zygote holds nothing else below ``HIGH_FD``); anything else is moved into place."""
     wanted = _WANTED[len(fds)]
     if fds != wanted:
-        moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, HIGH_FD) for fd in fds]
-        for fd in fds:
-            os.close(fd)
+        moved = [above(fd) for fd in fds]
         for fd, target in zip(moved, wanted):
             os.dup2(fd, target)
             os.close(fd)
@@ -270,11 +271,8 @@ def serve_once(child_entry, fds):
     zygote's own loop, run here (the worker forks its probes this way, so that what they
     measure is what a fork writes on both sides; see sandbox_pinning). As in the zygote,
     ``FIRST_CHILD_FD``... must be free. Returns ``(pid, pidfd)``; raises OSError."""
-    pair = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
-    ours, theirs = (_socket.socket(fileno=fcntl.fcntl(end.fileno(), fcntl.F_DUPFD, HIGH_FD))
-                    for end in pair)
-    for end in pair:
-        end.close()
+    ours, theirs = (_socket.socket(fileno=above(end.detach()))
+                    for end in _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET))
     try:
         for fd in _WANTED[len(fds)]:
             try:
@@ -341,9 +339,7 @@ def _serve_preloaded(names, child_entry):
         die_with_parent(os.getppid())
     # right above the children's descriptors: ``HIGH_FD`` is past the zygote's descriptor
     # limit, and the descriptors a fork request brings must still land at 3, 4
-    control = _socket.socket(fileno=fcntl.fcntl(FIRST_CHILD_FD, fcntl.F_DUPFD,
-                                                FIRST_CHILD_FD + CONTROL_FDS))
-    os.close(FIRST_CHILD_FD)
+    control = _socket.socket(fileno=above(FIRST_CHILD_FD, FIRST_CHILD_FD + CONTROL_FDS))
     for name in names:
         try:
             __import__(name)
@@ -351,5 +347,5 @@ def _serve_preloaded(names, child_entry):
             pass
     gc.collect()
     gc.freeze()  # as in the worker: the children's collections leave the imports alone
-    control.send(b"R")
+    control.send(b"R0")  # ready (see ZygoteClient.ready)
     _serve(control, child_entry)
