@@ -120,7 +120,8 @@ class Grader:
             # job, so a reference and an answer need no worker apart.
             started_workers: List[SandboxWorker] = []
             try:
-                started_workers.append(SandboxWorker(slot, self.scratch_root, self.memory_mb))
+                started_workers.append(SandboxWorker(slot, self.scratch_root, self.memory_mb,
+                                                     rules=self.rules))
                 worker = started_workers[0]
                 with lock:
                     self._note_isolation(started_workers)

@@ -226,8 +226,29 @@ def _pinned_kb(pid):
         return 0
 
 
+def test_probes_run_the_graders_rule_set_or_each_in_turn():
+    rounds = range(pinning.ROUNDS)
+    assert {pinning.probe_rules(r, "strict") for r in rounds} == {"strict"}
+    assert {pinning.probe_rules(r, "benchmark") for r in rounds} == {"benchmark"}
+    for unknown in (None, "", "lenient"):
+        assert [pinning.probe_rules(r, unknown) for r in range(4)] == [
+            "benchmark", "strict", "benchmark", "strict"]
+
+
+def test_a_worker_refuses_a_rule_set_it_does_not_know(tmp_path):
+    worker = os.path.join(SANDBOX, "sandbox_worker.py")
+    found = subprocess.run([sys.executable, "-S", worker, "--slot", "0", "--scratch",
+                            str(tmp_path), "--rules", "lenient"],
+                           capture_output=True, text=True, timeout=60)
+    assert found.returncode != 0
+    assert "usage: sandbox_worker.py" in found.stderr and "lenient" in found.stderr
+    assert os.listdir(tmp_path) == []  # refused before it made anything
+
+
 def test_the_fork_server_pins_pages_and_no_child_holds_its_ring(tmp_path):
-    with SandboxWorker(0, str(tmp_path)) as worker:
+    # its probes run the strict rules, as its jobs do
+    with SandboxWorker(0, str(tmp_path), rules="strict") as worker:
+        assert worker._command[worker._command.index("--rules") + 1] == "strict"
         results = worker.run(DESCRIPTORS, ["open_descriptors()", "ring()"], "strict", 5.0, 512)
         if worker.pinned_pages == 0:
             ring, why = pinning.make_ring()

@@ -123,8 +123,11 @@ class SandboxWorker:
     """One worker process. Not thread-safe: give each thread its own."""
 
     def __init__(self, slot: int, scratch_root: Optional[str] = None, memory_mb: int = 2048,
-                 wait: bool = True):
+                 wait: bool = True, rules: Optional[str] = None):
         self.slot = slot
+        # the rule set its jobs will mostly use: the worker measures which pages to pin
+        # under it (see sandbox_pinning); jobs under any rule set run all the same
+        self.rules = rules
         self.scratch_root = scratch_root
         self.memory_mb = memory_mb  # the children's memory cgroup's bound (see sandbox_memory)
         self.process: Optional[subprocess.Popen] = None
@@ -167,6 +170,8 @@ class SandboxWorker:
                                                      self.memory_mb)
         if self.cgroup:
             command += ["--cgroup", self.cgroup]
+        if self.rules:
+            command += ["--rules", self.rules]
         else:
             logger.debug("sandbox worker %d: no memory cgroup (%s)", self.slot, why_not)
         for folder in library_folders():

@@ -14,7 +14,8 @@ Which pages is measured once per worker as it starts, after Landlock (its descri
 ``/proc/self`` were opened before: under Landlock nothing in ``/proc`` opens) and before its
 pid namespace (whose first process must be the fork server) and its privilege drop: probes
 forked through the fork server's own loop, run in the worker
-(:func:`sandbox_zygote.serve_once`), run a trusted job through a child's own entry; a page of
+(:func:`sandbox_zygote.serve_once`), run a trusted job through a child's own entry, under the
+rule set the grader uses when the worker knows it; a page of
 the worker that is no longer shared while a probe lives (``/proc/self/pagemap``: "exclusively
 mapped") was written by one side or the other. Pages written in at least half of the probes are
 pinned, the most written first, as many as the locked-memory limit allows (at most
@@ -43,7 +44,8 @@ from sandbox_limits import SETUP_LIMIT
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MAX_PAGES = 2048  # 8 MiB of copies per fork at most
 SHARE = 0.5  # a page is pinned when at least this share of the probes wrote it
-ROUNDS = 6  # probes, alternating the two rule sets
+ROUNDS = 6  # probes (see probe_rules)
+RULE_SETS = ("benchmark", "strict")
 # io_uring's calls have the same numbers on every Linux architecture (since 5.1)
 _IO_URING_SETUP, _IO_URING_REGISTER, _REGISTER_BUFFERS = 425, 427, 0
 _PARAMS_SIZE = 120  # sizeof(struct io_uring_params)
@@ -207,13 +209,20 @@ def measure(pagemap, start_probe, rounds=ROUNDS, wait=SETUP_LIMIT):
     return counts
 
 
-def start_probe(entry, round_):
+def probe_rules(round_, rules=None):
+    """The rule set probe ``round_`` runs under: ``rules``, the one the grader will send
+    (a page that only the other set's harness writes would be pinned and copied at every
+    fork for nothing), or, not knowing it, each set in turn."""
+    return rules if rules in RULE_SETS else RULE_SETS[round_ % 2]
+
+
+def start_probe(entry, round_, rules=None):
     """Fork a probe for :func:`measure` through the fork server's loop, run here (the
     calling worker has no fork server yet): ``entry(parent)`` runs in the probe, on the probe
-    job under one rule set or the other, and ends with :func:`probe_done`. Returns ``(pid,
-    this side of its result socket)``; raises OSError."""
+    job under :func:`probe_rules`, and ends with :func:`probe_done`. Returns ``(pid, this
+    side of its result socket)``; raises OSError."""
     task = {"code": PROBE_CODE, "count": len(PROBE_TESTS), "start": 0,
-            "rules": ("benchmark", "strict")[round_ % 2], "timeout": SETUP_LIMIT,
+            "rules": probe_rules(round_, rules), "timeout": SETUP_LIMIT,
             "memory_mb": 2048, "nonce": "0" * NONCE_LENGTH}
     job_ours, job_theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM)
     ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)

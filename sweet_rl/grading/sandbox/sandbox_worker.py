@@ -1,13 +1,15 @@
 """Sandbox worker: runs untrusted Python against test expressions in forked, confined children.
 
 Started by :mod:`sweet_rl.grading.sandbox.client` as ``python -S sandbox_worker.py --slot N
---scratch DIR [--cgroup DIR] [--library DIR ...]`` with a scrubbed environment (stdlib only; it
-loads its sibling modules by path). At start it confines *itself* — a private network, a
-size-bounded private tmpfs for the jobs' folder, Landlock, then (after warming up and measuring
-which of its pages the children will write, :mod:`sandbox_pinning`, with probes running a
-trusted job) a pid namespace for its fork server, no privileges, not dumpable — and forks its
-fork server (:mod:`sandbox_zygote`, which never sees a job and pins those pages); then it
-answers one JSON job per line on stdin with one JSON reply per line on stdout::
+--scratch DIR [--cgroup DIR] [--rules benchmark|strict] [--library DIR ...]`` with a scrubbed
+environment (stdlib only; it loads its sibling modules by path); ``--rules`` is the grader's
+rule set, which the probes of :mod:`sandbox_pinning` run. At start it confines *itself* — a
+private network, a size-bounded private tmpfs for the jobs' folder, Landlock, then (after
+warming up and measuring which of its pages the children will write, :mod:`sandbox_pinning`,
+with probes running a trusted job) a pid namespace for its fork server, no privileges, not
+dumpable — and forks its fork server (:mod:`sandbox_zygote`, which never sees a job and pins
+those pages); then it answers one JSON job per line on stdin with one JSON reply per line on
+stdout::
 
     job:   {"code": str, "tests": [expr, ...], "rules": "benchmark"|"strict",
             "timeout": seconds per test, "memory_mb": int, "reference": bool}
@@ -83,8 +85,9 @@ def _confine_for(task):
 
 
 class Worker:
-    def __init__(self, slot, scratch, libraries=(), cgroup=None):
+    def __init__(self, slot, scratch, libraries=(), cgroup=None, rules=None):
         real_root = os.getuid() == 0
+        self.rules = rules  # the grader's rule set, when it said (the probes run it)
         # the children's memory cgroup, opened while this process still may (see sandbox_memory)
         self.memory = memory.ChildBound(cgroup) if cgroup else None
         uid = (confine.SANDBOX_UID_BASE + slot
@@ -150,7 +153,8 @@ class Worker:
             return
         try:
             counts = pinning.measure(
-                self.pagemap, lambda round_: pinning.start_probe(self._probe_entry, round_))
+                self.pagemap,
+                lambda round_: pinning.start_probe(self._probe_entry, round_, self.rules))
         except Exception:  # noqa: BLE001 - measuring is only for speed: nothing is pinned
             counts = None
         finally:
@@ -429,29 +433,33 @@ class WorkerUnusable(RuntimeError):
     """The worker cannot guarantee a clean job folder any more: it must be replaced."""
 
 
-USAGE = "sandbox_worker.py --slot N --scratch DIR [--cgroup DIR] [--library DIR ...]"
+USAGE = ("sandbox_worker.py --slot N --scratch DIR [--cgroup DIR] [--rules benchmark|strict] "
+         "[--library DIR ...]")
 
 
 def _arguments(argv):
     """``USAGE``'s arguments (no argparse: see the module docstring)."""
     pairs = list(zip(argv[0::2], argv[1::2]))
-    values = {name: value for name, value in pairs if name in ("--slot", "--scratch", "--cgroup")}
+    values = {name: value for name, value in pairs
+              if name in ("--slot", "--scratch", "--cgroup", "--rules")}
     libraries = [value for name, value in pairs if name == "--library"]
     if len(argv) % 2 or not {"--slot", "--scratch"} <= set(values) \
-            or len(values) + len(libraries) != len(pairs):
+            or len(values) + len(libraries) != len(pairs) \
+            or values.get("--rules", "benchmark") not in pinning.RULE_SETS:
         raise SystemExit(f"usage: {USAGE}, got {argv}")
-    return int(values["--slot"]), values["--scratch"], values.get("--cgroup"), libraries
+    return (int(values["--slot"]), values["--scratch"], values.get("--cgroup"), libraries,
+            values.get("--rules"))
 
 
 def main():
-    slot, scratch, cgroup, libraries = _arguments(sys.argv[1:])
+    slot, scratch, cgroup, libraries, rules = _arguments(sys.argv[1:])
     # started without ``site`` (python -S): answers import third-party packages from the
     # grading interpreter's site-packages folders, which come as arguments
     sys.path.extend(libraries)
     out = sys.stdout
     worker = None
     try:
-        worker = Worker(slot, scratch, libraries, cgroup)
+        worker = Worker(slot, scratch, libraries, cgroup, rules)
         worker.restrict_files()
         worker.prepare()
         worker.confine_self()
