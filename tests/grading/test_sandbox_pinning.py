@@ -245,10 +245,26 @@ def test_a_worker_refuses_a_rule_set_it_does_not_know(tmp_path):
     assert os.listdir(tmp_path) == []  # refused before it made anything
 
 
+def test_a_worker_without_a_memory_cgroup_still_gets_the_rule_set(tmp_path, monkeypatch,
+                                                                   caplog):
+    from sweet_rl.grading.sandbox import client
+
+    monkeypatch.setattr(client.sandbox_memory, "create", lambda name, mb: (None, "none here"))
+    with caplog.at_level("DEBUG", logger=client.__name__):
+        with SandboxWorker(0, str(tmp_path), rules="benchmark") as worker:
+            command = worker._command
+            assert worker.run("def f():\n    return 2\n", ["f()"], "benchmark", 5.0, 256) == [
+                ["ok", "2"]]
+    assert "--cgroup" not in command
+    assert command[command.index("--rules") + 1] == "benchmark"
+    assert "no memory cgroup (none here)" in caplog.text
+
+
 def test_the_fork_server_pins_pages_and_no_child_holds_its_ring(tmp_path):
     # its probes run the strict rules, as its jobs do
     with SandboxWorker(0, str(tmp_path), rules="strict") as worker:
         assert worker._command[worker._command.index("--rules") + 1] == "strict"
+        assert ("--cgroup" in worker._command) == bool(worker.cgroup)
         results = worker.run(DESCRIPTORS, ["open_descriptors()", "ring()"], "strict", 5.0, 512)
         if worker.pinned_pages == 0:
             ring, why = pinning.make_ring()

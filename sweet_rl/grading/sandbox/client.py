@@ -170,10 +170,10 @@ class SandboxWorker:
                                                      self.memory_mb)
         if self.cgroup:
             command += ["--cgroup", self.cgroup]
-        if self.rules:
-            command += ["--rules", self.rules]
         else:
             logger.debug("sandbox worker %d: no memory cgroup (%s)", self.slot, why_not)
+        if self.rules:
+            command += ["--rules", self.rules]
         for folder in library_folders():
             command += ["--library", folder]
         self.process = subprocess.Popen(
