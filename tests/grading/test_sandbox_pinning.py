@@ -227,6 +227,9 @@ def _pinned_kb(pid):
 
 
 def test_probes_run_the_graders_rule_set_or_each_in_turn():
+    from sweet_rl.grading.grader import RULES
+
+    assert pinning.RULE_SETS == RULES  # the sandbox's names are the grader's
     rounds = range(pinning.ROUNDS)
     assert {pinning.probe_rules(r, "strict") for r in rounds} == {"strict"}
     assert {pinning.probe_rules(r, "benchmark") for r in rounds} == {"benchmark"}

@@ -38,14 +38,13 @@ import time
 import _socket
 
 import sandbox_zygote as zygote
-from sandbox_child import NONCE_LENGTH, RESULT_FD, job_header, text_line
+from sandbox_child import NONCE_LENGTH, RESULT_FD, RULE_SETS, job_header, text_line
 from sandbox_limits import SETUP_LIMIT
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MAX_PAGES = 2048  # 8 MiB of copies per fork at most
 SHARE = 0.5  # a page is pinned when at least this share of the probes wrote it
 ROUNDS = 6  # probes (see probe_rules)
-RULE_SETS = ("benchmark", "strict")
 # io_uring's calls have the same numbers on every Linux architecture (since 5.1)
 _IO_URING_SETUP, _IO_URING_REGISTER, _REGISTER_BUFFERS = 425, 427, 0
 _PARAMS_SIZE = 120  # sizeof(struct io_uring_params)
@@ -253,10 +252,8 @@ class _IOVec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("length", ctypes.c_size_t)]
 
 
-def _libc():
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    return libc
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
 
 
 def make_ring():
@@ -265,7 +262,7 @@ def make_ring():
     locked-memory limit is settled here: not when the caller may lock memory at will
     (CAP_IPC_LOCK, as root before the worker drops its privileges), so that every worker's fork
     server can pin, however many run."""
-    ring = _libc().syscall(ctypes.c_long(_IO_URING_SETUP), ctypes.c_uint(1),
+    ring = _libc.syscall(ctypes.c_long(_IO_URING_SETUP), ctypes.c_uint(1),
                            ctypes.create_string_buffer(_PARAMS_SIZE))
     if ring < 0:
         return -1, f"io_uring_setup: {os.strerror(ctypes.get_errno())}"
@@ -287,7 +284,7 @@ def register(ring, pages):
         return 0, "no pages (or no locked memory allowed)"
     pieces = spans(pages)
     vectors = (_IOVec * len(pieces))(*(_IOVec(address, length) for address, length in pieces))
-    if _libc().syscall(ctypes.c_long(_IO_URING_REGISTER), ctypes.c_uint(ring),
+    if _libc.syscall(ctypes.c_long(_IO_URING_REGISTER), ctypes.c_uint(ring),
                        ctypes.c_uint(_REGISTER_BUFFERS), vectors, ctypes.c_uint(len(pieces))) < 0:
         return 0, f"registering {len(pages)} pages: {os.strerror(ctypes.get_errno())}"
     return len(pages), None

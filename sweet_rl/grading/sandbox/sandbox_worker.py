@@ -63,8 +63,9 @@ import sandbox_pinning as pinning  # noqa: E402
 import sandbox_preload as preload  # noqa: E402
 import sandbox_records as records  # noqa: E402
 import sandbox_zygote as zygote  # noqa: E402
-from sandbox_child import (JOB_FD, NONCE_LENGTH, RESULT_FD, JobChannel,  # noqa: E402
-                           job_header, on_alarm, parse_job, serve, text_line, warm_up)
+from sandbox_child import (JOB_FD, NONCE_LENGTH, RESULT_FD, RULE_SETS,  # noqa: E402
+                           JobChannel, job_header, on_alarm, parse_job, serve, text_line,
+                           warm_up)
 from sandbox_limits import CONTROL_LIMIT, EXIT_WAIT, PRELOAD_LIMIT, SETUP_LIMIT  # noqa: E402
 
 if (RESULT_FD, JOB_FD) != (zygote.FIRST_CHILD_FD, zygote.FIRST_CHILD_FD + 1):
@@ -445,7 +446,7 @@ def _arguments(argv):
     libraries = [value for name, value in pairs if name == "--library"]
     if len(argv) % 2 or not {"--slot", "--scratch"} <= set(values) \
             or len(values) + len(libraries) != len(pairs) \
-            or values.get("--rules", "benchmark") not in pinning.RULE_SETS:
+            or values.get("--rules", RULE_SETS[0]) not in RULE_SETS:
         raise SystemExit(f"usage: {USAGE}, got {argv}")
     return (int(values["--slot"]), values["--scratch"], values.get("--cgroup"), libraries,
             values.get("--rules"))
