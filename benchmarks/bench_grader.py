@@ -133,7 +133,8 @@ if side == "sandboxed":
     rewards = [r.reward for r in grader.grade(items, progress=False)]
     seconds = time.perf_counter() - start
     extra = {"isolation": grader.isolation, "package": sweet_rl.__file__,
-             "pinned_pages": getattr(grader, "pinned_pages", None)}
+             "pinned_pages": getattr(grader, "pinned_pages", None),
+             "huge_code_mib": getattr(grader, "huge_code_mib", None)}
 else:
     sys.path.insert(0, root + "/benchmarks")
     from bench_grader import grade_in_process
@@ -204,6 +205,8 @@ def bench(opts: BenchOptions) -> None:
     print(f"sandbox isolation: {ours['isolation']}")
     print(f"pages each fork server copies into a child at the fork, per worker: "
           f"{ours.get('pinned_pages')}")
+    print(f"MiB of the interpreter's code the children share in huge pages, per worker: "
+          f"{ours.get('huge_code_mib')}")
 
 
 if __name__ == "__main__":

@@ -97,6 +97,9 @@ class Grader:
         # per worker slot, the pages its fork server copies into each child at the fork
         # (sandbox_pinning; 0 where the kernel refused)
         self.pinned_pages: Dict[int, int] = {}
+        # per worker slot, MiB of the interpreter's code its children share in huge pages
+        # (sandbox_hugetext; 0 where the kernel could not)
+        self.huge_code_mib: Dict[int, int] = {}
         self._reference_cache: Dict[tuple, List[List[str]]] = {}
 
     def grade(self, items: Sequence[GradeItem], progress: bool = False) -> List[GradeResult]:
@@ -162,6 +165,7 @@ class Grader:
             merged = weakest(merged, worker.weakest) if merged else dict(worker.weakest)
             lost.update(worker.lost)
             self.pinned_pages[worker.slot] = worker.pinned_pages
+            self.huge_code_mib[worker.slot] = worker.huge_code_mib
         if lost:
             merged["lost_on_restart"] = sorted(lost)
         if first:

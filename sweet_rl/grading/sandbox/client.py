@@ -139,6 +139,7 @@ class SandboxWorker:
         self.lost: List[str] = []
         self.refused = 0  # result packets refused (written by answers, not by the sandbox)
         self.pinned_pages = 0  # pages its fork server copies into each child at the fork
+        self.huge_code_mib = 0  # the interpreter's code it shares with children in huge pages
         self._pending: Optional[tuple] = None
         self._spawn()
         if wait:
@@ -207,6 +208,7 @@ class SandboxWorker:
             raise SandboxError(f"sandbox worker: {why}")
         self.isolation = greeting["isolation"]
         self.pinned_pages = int(greeting.get("pinned_pages") or 0)
+        self.huge_code_mib = int(greeting.get("huge_code_mib") or 0)
         if self.weakest:
             lost = lost_layers(self.weakest, self.isolation)
             if lost:

@@ -3,13 +3,14 @@
 Started by :mod:`sweet_rl.grading.sandbox.client` as ``python -S sandbox_worker.py --slot N
 --scratch DIR [--cgroup DIR] [--rules benchmark|strict] [--library DIR ...]`` with a scrubbed
 environment (stdlib only; it loads its sibling modules by path); ``--rules`` is the grader's
-rule set, which the probes of :mod:`sandbox_pinning` run. At start it confines *itself* — a
-private network, a size-bounded private tmpfs for the jobs' folder, Landlock, then (after
-warming up and measuring which of its pages the children will write, :mod:`sandbox_pinning`,
-with probes running a trusted job) a pid namespace for its fork server, no privileges, not
-dumpable — and forks its fork server (:mod:`sandbox_zygote`, which never sees a job and pins
-those pages); then it answers one JSON job per line on stdin with one JSON reply per line on
-stdout::
+rule set, which the probes of :mod:`sandbox_pinning` run. At start it moves the interpreter's
+code into huge pages that every child will share (:mod:`sandbox_hugetext`) and confines
+*itself* — a private network, a size-bounded private tmpfs for the jobs' folder, Landlock, then
+(after warming up and measuring which of its pages the children will write,
+:mod:`sandbox_pinning`, with probes running a trusted job) a pid namespace for its fork server,
+no privileges, not dumpable — and forks its fork server (:mod:`sandbox_zygote`, which never
+sees a job and pins those pages); then it answers one JSON job per line on stdin with one JSON
+reply per line on stdout::
 
     job:   {"code": str, "tests": [expr, ...], "rules": "benchmark"|"strict",
             "timeout": seconds per test, "memory_mb": int, "reference": bool}
@@ -58,6 +59,7 @@ import _socket
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, _HERE)
 import sandbox_confine as confine  # noqa: E402
+import sandbox_hugetext as hugetext  # noqa: E402
 import sandbox_memory as memory  # noqa: E402
 import sandbox_pinning as pinning  # noqa: E402
 import sandbox_preload as preload  # noqa: E402
@@ -459,6 +461,9 @@ def main():
     sys.path.extend(libraries)
     out = sys.stdout
     worker = None
+    # before anything is forked and before Landlock (it reads /proc/self/maps): the fork
+    # server and every child share the interpreter's code in huge pages (sandbox_hugetext)
+    huge_code, _why = hugetext.move_code_to_huge_pages()
     try:
         worker = Worker(slot, scratch, libraries, cgroup, rules)
         worker.restrict_files()
@@ -473,8 +478,8 @@ def main():
         out.write(json.dumps({"error": str(failure)}) + "\n")
         out.flush()
         return
-    out.write(json.dumps({"isolation": worker.isolation, "pinned_pages": worker.pinned})
-              + "\n")
+    out.write(json.dumps({"isolation": worker.isolation, "pinned_pages": worker.pinned,
+                          "huge_code_mib": huge_code >> 20}) + "\n")
     out.flush()
     try:
         for line in sys.stdin:

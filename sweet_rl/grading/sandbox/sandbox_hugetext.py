@@ -1,0 +1,148 @@
+"""The interpreter's machine code moved into transparent huge pages, once per worker.
+
+Loaded by path by :mod:`sandbox_worker` (stdlib and ctypes only). Every child is a fresh
+process, and a fresh process pays for each 4 KiB page it first touches: the kernel fills the
+child's page table entry at a page fault, and a hypervisor that shadows page tables (the
+2-core development machine is such a guest) fills its own mapping too, about 0.4 µs a page
+there. A child runs some 500 pages of the interpreter's code. A 2 MiB page is one entry. The
+kernel maps a library's code from its file in 4 KiB pages (huge pages for read-only files need
+a kernel built for it), so the worker, before it confines itself, copies the 2 MiB-aligned part
+of the interpreter library's read-only mappings (headers, code, constants) into anonymous
+memory, has the kernel collapse the copy into huge pages (``MADV_COLLAPSE``, Linux 6.1+), and
+moves the copy over the original in one ``mremap`` call. The bytes at every address stay the
+same, so the code that runs during the call (in the C library) and after it sees no change.
+The fork server and every child then share the huge pages: a fork copies one entry per
+2 MiB, and a child takes no page fault on that code.
+
+A huge page has one protection, so the moved range is readable and executable as a whole: the
+library's headers and constants that share a 2 MiB page with its code become executable too.
+Nothing becomes writable. A child that makes the range writable and writes to it gets its own
+copy of the page, as with the file's pages before.
+
+Only for speed, and best effort: nothing moves where the kernel's huge pages are off
+(``transparent_hugepage/enabled`` says ``never``), where the library has no 2 MiB-aligned
+read-only range, where the copy cannot be collapsed, or on any error; the library's own
+mappings then stay as they were. The worker reports how many MiB moved (``huge_code_mib``).
+"""
+
+import ctypes
+import os
+
+HUGE_PAGE = 2 << 20  # the x86-64 and arm64 (4 KiB base pages) transparent huge page
+_PROT_READ, _PROT_WRITE, _PROT_EXEC = 1, 2, 4
+_MAP_PRIVATE, _MAP_ANONYMOUS = 0x02, 0x20
+_MADV_HUGEPAGE, _MADV_COLLAPSE = 14, 25
+_MREMAP_MAYMOVE, _MREMAP_FIXED = 1, 2
+_FAILED = ctypes.c_void_p(-1).value  # MAP_FAILED
+THP_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mmap.restype = ctypes.c_void_p
+_libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                       ctypes.c_int, ctypes.c_long]
+_libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+_libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+_libc.mremap.restype = ctypes.c_void_p
+_libc.mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int,
+                         ctypes.c_void_p]
+
+
+def parse_maps(maps_text):
+    """``/proc/<pid>/maps``'s lines as ``(start, end, perms, offset, file_id)`` with
+    ``file_id`` the device and inode (``None`` for anonymous memory)."""
+    rows = []
+    for line in maps_text.splitlines():
+        fields = line.split()
+        if len(fields) < 5:
+            continue
+        start, end = (int(part, 16) for part in fields[0].split("-"))
+        inode = int(fields[4])
+        rows.append((start, end, fields[1], int(fields[2], 16),
+                     (fields[3], inode) if inode else None))
+    return rows
+
+
+def readonly_span(rows, anchor):
+    """``(start, end)`` of the run of adjacent readable, unwritable, private mappings of the
+    file that maps ``anchor`` (an address of its code), around it; ``None`` when ``anchor`` is
+    in none such. A writable mapping (data), an inaccessible one (``---p``, the loader's
+    padding), another file or a hole ends the run."""
+    def fits(row):
+        perms = row[2]
+        return perms[0] == "r" and perms[1] == "-" and perms[3] == "p" and row[4] is not None
+
+    at = next((i for i, row in enumerate(rows) if row[0] <= anchor < row[1]), None)
+    if at is None or not fits(rows[at]):
+        return None
+    first = last = at
+    while first > 0 and fits(rows[first - 1]) and rows[first - 1][4] == rows[at][4] \
+            and rows[first - 1][1] == rows[first][0]:
+        first -= 1
+    while last + 1 < len(rows) and fits(rows[last + 1]) and rows[last + 1][4] == rows[at][4] \
+            and rows[last + 1][0] == rows[last][1]:
+        last += 1
+    return rows[first][0], rows[last][1]
+
+
+def aligned_part(start, end, size=HUGE_PAGE):
+    """The largest ``size``-aligned ``(start, end)`` inside ``[start, end)``; ``None`` when it
+    holds no whole aligned ``size``."""
+    low, high = -(-start // size) * size, end // size * size
+    return (low, high) if high > low else None
+
+
+def thp_allowed(setting_text):
+    """Whether ``transparent_hugepage/enabled``'s text leaves huge pages on (the chosen value
+    is in brackets: ``always [madvise] never``)."""
+    return "[never]" not in setting_text
+
+
+def interpreter_anchor():
+    """An address inside the interpreter's own code (libpython, or the executable when the
+    interpreter is linked into it)."""
+    return ctypes.cast(ctypes.pythonapi.Py_IncRef, ctypes.c_void_p).value
+
+
+def move_code_to_huge_pages():
+    """Move the interpreter library's 2 MiB-aligned read-only range into huge pages (see the
+    module's docstring). Returns ``(bytes moved, why not)``: ``(0, reason)`` when nothing
+    moved."""
+    try:
+        with open(THP_SETTING) as setting:
+            if not thp_allowed(setting.read()):
+                return 0, "transparent huge pages are off"
+        with open("/proc/self/maps") as maps:
+            span = readonly_span(parse_maps(maps.read()), interpreter_anchor())
+    except (OSError, ValueError) as error:
+        return 0, f"cannot read the memory map ({error})"
+    part = aligned_part(*span) if span else None
+    if part is None:
+        return 0, "the interpreter's code holds no 2 MiB-aligned range"
+    return _move(*part)
+
+
+def _move(start, end):
+    size = end - start
+    # room for the copy at a 2 MiB boundary (where a huge page can go): one page more
+    raw = _libc.mmap(None, size + HUGE_PAGE, _PROT_READ | _PROT_WRITE,
+                     _MAP_PRIVATE | _MAP_ANONYMOUS, -1, 0)
+    if raw in (None, _FAILED):
+        return 0, f"no memory for the copy ({os.strerror(ctypes.get_errno())})"
+    copy = -(-raw // HUGE_PAGE) * HUGE_PAGE
+    if copy > raw:
+        _libc.munmap(raw, copy - raw)
+    _libc.munmap(copy + size, raw + HUGE_PAGE - copy)
+    _libc.madvise(copy, size, _MADV_HUGEPAGE)
+    ctypes.memmove(copy, start, size)
+    why = None
+    if _libc.madvise(copy, size, _MADV_COLLAPSE) != 0:
+        why = f"the kernel did not collapse the copy ({os.strerror(ctypes.get_errno())})"
+    elif _libc.mprotect(copy, size, _PROT_READ | _PROT_EXEC) != 0:
+        why = f"the copy cannot be made executable ({os.strerror(ctypes.get_errno())})"
+    elif _libc.mremap(copy, size, size, _MREMAP_MAYMOVE | _MREMAP_FIXED, start) != start:
+        why = f"the copy cannot replace the code ({os.strerror(ctypes.get_errno())})"
+    if why is not None:  # the library's mappings are untouched; the copy goes
+        _libc.munmap(copy, size)
+        return 0, why
+    return size, None
