@@ -6,10 +6,11 @@ child's page table entry at a page fault, and a hypervisor that shadows page tab
 2-core development machine is such a guest) fills its own mapping too, about 0.4 µs a page
 there. A child runs some 500 pages of the interpreter's code. A 2 MiB page is one entry. The
 kernel maps a library's code from its file in 4 KiB pages (huge pages for read-only files need
-a kernel built for it), so the worker, before it confines itself, copies the 2 MiB-aligned part
-of the interpreter library's read-only mappings (headers, code, constants) into anonymous
-memory, has the kernel collapse the copy into huge pages (``MADV_COLLAPSE``, Linux 6.1+), and
-moves the copy over the original in one ``mremap`` call. The bytes at every address stay the
+a kernel built with ``CONFIG_READ_ONLY_THP_FOR_FS``), so the worker, before it confines
+itself, copies the 2 MiB-aligned part of the interpreter library's read-only mappings
+(headers, code, constants) into anonymous memory, has the kernel collapse the copy into huge
+pages (``MADV_COLLAPSE``, Linux 6.1+), and moves the copy over the original in one ``mremap``
+call. The bytes at every address stay the
 same, so the code that runs during the call (in the C library) and after it sees no change.
 The fork server and every child then share the huge pages: a fork copies one entry per
 2 MiB, and a child takes no page fault on that code.
@@ -17,7 +18,7 @@ The fork server and every child then share the huge pages: a fork copies one ent
 A huge page has one protection, so the moved range is readable and executable as a whole: the
 library's headers and constants that share a 2 MiB page with its code become executable too.
 Nothing becomes writable. A child that makes the range writable and writes to it gets its own
-copy of the page, as with the file's pages before.
+copy of what it writes, as it would of a file's private pages.
 
 Only for speed, and best effort: nothing moves where the kernel's huge pages are off
 (``transparent_hugepage/enabled`` says ``never``), where the library has no 2 MiB-aligned
