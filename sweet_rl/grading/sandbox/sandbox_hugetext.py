@@ -10,10 +10,9 @@ a kernel built with ``CONFIG_READ_ONLY_THP_FOR_FS``), so the worker, before it c
 itself, copies the 2 MiB-aligned part of the interpreter library's read-only mappings
 (headers, code, constants) into anonymous memory, has the kernel collapse the copy into huge
 pages (``MADV_COLLAPSE``, Linux 6.1+), and moves the copy over the original in one ``mremap``
-call. The bytes at every address stay the
-same, so the code that runs during the call (in the C library) and after it sees no change.
-The fork server and every child then share the huge pages: a fork copies one entry per
-2 MiB, and a child takes no page fault on that code.
+call. The bytes at every address stay the same, so the code that runs during the call (in the
+C library) and after it sees no change. The fork server and every child then share the huge
+pages: a fork copies one entry per 2 MiB, and a child takes no page fault on that code.
 
 A huge page has one protection, so the moved range is readable and executable as a whole: the
 library's headers and constants that share a 2 MiB page with its code become executable too.
