@@ -9,10 +9,12 @@ kernel maps a library's code from its file in 4 KiB pages (huge pages for read-o
 a kernel built with ``CONFIG_READ_ONLY_THP_FOR_FS``), so the worker, before it confines
 itself, copies the 2 MiB-aligned part of the interpreter library's read-only mappings
 (headers, code, constants) into anonymous memory, has the kernel collapse the copy into huge
-pages (``MADV_COLLAPSE``, Linux 6.1+), and moves the copy over the original in one ``mremap``
-call. The bytes at every address stay the same, so the code that runs during the call (in the
-C library) and after it sees no change. The fork server and every child then share the huge
-pages: a fork copies one entry per 2 MiB, and a child takes no page fault on that code.
+pages (``MADV_COLLAPSE``, Linux 6.1+; before it, the copy's own page faults may have brought
+huge pages, which ``/proc/self/smaps`` tells), and moves the copy over the original in one
+``mremap`` call. The bytes at every address stay the same, so the code that runs during the
+call (in the C library) and after it sees no change. The fork server and every child then
+share the huge pages: a fork copies one entry per 2 MiB, and a child takes no page fault on
+that code.
 
 A huge page has one protection, so the moved range is readable and executable as a whole: the
 library's headers and constants that share a 2 MiB page with its code become executable too.
@@ -23,9 +25,12 @@ Only for speed, and best effort: nothing moves where the kernel's huge pages are
 (``transparent_hugepage/enabled`` says ``never``), where the library has no 2 MiB-aligned
 read-only range, where the copy cannot be collapsed, or on any error; the library's own
 mappings then stay as they were. The worker reports how many MiB moved (``huge_code_mib``).
+A profiler that names code by its file (``perf``) sees the moved range as anonymous memory in
+the worker, its fork server and its children.
 """
 
 import ctypes
+import errno
 import os
 
 HUGE_PAGE = 2 << 20  # the x86-64 and arm64 (4 KiB base pages) transparent huge page
@@ -98,6 +103,30 @@ def thp_allowed(setting_text):
     return "[never]" not in setting_text
 
 
+def huge_kb(smaps_text, address):
+    """``(start, end, AnonHugePages in kB)`` of the mapping holding ``address`` in
+    ``/proc/<pid>/smaps``'s text; ``None`` when none holds it."""
+    found = None
+    for line in smaps_text.splitlines():
+        head = line.split(" ", 1)[0]
+        if "-" in head and ":" not in head:
+            low, high = (int(part, 16) for part in head.split("-"))
+            found = (low, high) if low <= address < high else None
+        elif found and line.startswith("AnonHugePages:"):
+            return found + (int(line.split()[1]),)
+    return None
+
+
+def _all_huge(start, size):
+    """Whether ``[start, start + size)`` is one mapping in huge pages entirely."""
+    try:
+        with open("/proc/self/smaps") as smaps:
+            found = huge_kb(smaps.read(), start)
+    except (OSError, ValueError):
+        return False
+    return found is not None and found[1] >= start + size and found[2] * 1024 >= size
+
+
 def interpreter_anchor():
     """An address inside the interpreter's own code (libpython, or the executable when the
     interpreter is linked into it)."""
@@ -122,6 +151,18 @@ def move_code_to_huge_pages():
     return _move(*part)
 
 
+def _collapse(copy, size):
+    """``None`` once ``[copy, copy + size)`` is in huge pages; else why it is not."""
+    if _libc.madvise(copy, size, _MADV_COLLAPSE) == 0:
+        return None
+    error = ctypes.get_errno()
+    # a kernel before 6.1 knows no MADV_COLLAPSE (EINVAL), but may have given the copy huge
+    # pages at its first writes already
+    if error == errno.EINVAL and _all_huge(copy, size):
+        return None
+    return f"the kernel did not collapse the copy ({os.strerror(error)})"
+
+
 def _move(start, end):
     size = end - start
     # room for the copy at a 2 MiB boundary (where a huge page can go): one page more
@@ -135,12 +176,11 @@ def _move(start, end):
     _libc.munmap(copy + size, raw + HUGE_PAGE - copy)
     _libc.madvise(copy, size, _MADV_HUGEPAGE)
     ctypes.memmove(copy, start, size)
-    why = None
-    if _libc.madvise(copy, size, _MADV_COLLAPSE) != 0:
-        why = f"the kernel did not collapse the copy ({os.strerror(ctypes.get_errno())})"
-    elif _libc.mprotect(copy, size, _PROT_READ | _PROT_EXEC) != 0:
+    why = _collapse(copy, size)
+    if why is None and _libc.mprotect(copy, size, _PROT_READ | _PROT_EXEC) != 0:
         why = f"the copy cannot be made executable ({os.strerror(ctypes.get_errno())})"
-    elif _libc.mremap(copy, size, size, _MREMAP_MAYMOVE | _MREMAP_FIXED, start) != start:
+    elif why is None and _libc.mremap(copy, size, size, _MREMAP_MAYMOVE | _MREMAP_FIXED,
+                                      start) != start:
         why = f"the copy cannot replace the code ({os.strerror(ctypes.get_errno())})"
     if why is not None:  # the library's mappings are untouched; the copy goes
         _libc.munmap(copy, size)
