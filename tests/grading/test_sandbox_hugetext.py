@@ -34,7 +34,8 @@ LIBRARY = [  # a shared library as the loader maps it, 2 MiB-aligned, then its n
 def test_the_read_only_run_of_the_file_around_the_code_is_chosen():
     rows = hugetext.parse_maps("\n".join(LIBRARY + ["garbage"]))
     assert len(rows) == len(LIBRARY)
-    assert rows[0][4] == ("fe:00", 26933) and rows[-1][4] is None
+    assert rows[0].file == ("fe:00", 26933) and rows[0].name == "/opt/lib/libpython3.11.so"
+    assert rows[-1].file is None and rows[-1].name == ""
     code = 0x7F0000100000
     # headers, code, constants, relocated constants; not the data, not the next file
     assert hugetext.readonly_span(rows, code) == (0x7F0000000000, 0x7F0000444000)
@@ -45,22 +46,22 @@ def test_the_read_only_run_of_the_file_around_the_code_is_chosen():
     assert hugetext.readonly_span(rows, 0x7F00005F0000) is None  # in no mapping
 
 
+def _span_with(index, line, anchor=0x7F0000100000):
+    """The read-only span around ``anchor`` in ``LIBRARY`` with its line ``index`` replaced."""
+    lines = list(LIBRARY)
+    lines[index] = line
+    return hugetext.readonly_span(hugetext.parse_maps("\n".join(lines)), anchor)
+
+
 def test_padding_a_hole_or_another_file_ends_the_run():
-    padded = list(LIBRARY)
-    padded[2] = "7f0000331000-7f0000415000 ---p 00331000 fe:00 26933   /opt/lib/libpython3.11.so"
-    rows = hugetext.parse_maps("\n".join(padded))
-    assert hugetext.readonly_span(rows, 0x7F0000100000) == (0x7F0000000000, 0x7F0000331000)
-    holed = list(LIBRARY)
-    holed[1] = "7f00000f6000-7f0000331000 r-xp 000f6000 fe:00 26933   /opt/lib/libpython3.11.so"
-    rows = hugetext.parse_maps("\n".join(holed))
-    assert hugetext.readonly_span(rows, 0x7F0000100000) == (0x7F00000F6000, 0x7F0000444000)
-    other = list(LIBRARY)
-    other[0] = "7f0000000000-7f00000f5000 r--p 00000000 fe:00 99   /opt/lib/libpython3.11.so"
-    rows = hugetext.parse_maps("\n".join(other))
-    assert hugetext.readonly_span(rows, 0x7F0000100000) == (0x7F00000F5000, 0x7F0000444000)
-    shared = list(LIBRARY)
-    shared[1] = "7f00000f5000-7f0000331000 r-xs 000f5000 fe:00 26933   /opt/lib/libpython3.11.so"
-    assert hugetext.readonly_span(hugetext.parse_maps("\n".join(shared)), 0x7F0000100000) is None
+    padded = "7f0000331000-7f0000415000 ---p 00331000 fe:00 26933   /opt/lib/libpython3.11.so"
+    assert _span_with(2, padded) == (0x7F0000000000, 0x7F0000331000)
+    holed = "7f00000f6000-7f0000331000 r-xp 000f6000 fe:00 26933   /opt/lib/libpython3.11.so"
+    assert _span_with(1, holed) == (0x7F00000F6000, 0x7F0000444000)
+    other = "7f0000000000-7f00000f5000 r--p 00000000 fe:00 99   /opt/lib/libpython3.11.so"
+    assert _span_with(0, other) == (0x7F00000F5000, 0x7F0000444000)
+    shared = "7f00000f5000-7f0000331000 r-xs 000f5000 fe:00 26933   /opt/lib/libpython3.11.so"
+    assert _span_with(1, shared) is None
 
 
 def test_only_whole_aligned_huge_pages_are_moved():
@@ -111,24 +112,15 @@ moved, why = hugetext.move_code_to_huge_pages()
 after = lines()
 # the bytes now at each address of the range against the file's bytes there
 same = True
-if moved:
-    for line in before:
-        fields = line.split()
-        low, high = (int(x, 16) for x in fields[0].split("-"))
-        low, high = max(low, part[0]), min(high, part[1])
-        if low >= high:
-            continue
-        with open(fields[5], "rb") as library:
-            library.seek(int(fields[2], 16) + low - int(fields[0].split("-")[0], 16))
+for row in hugetext.parse_maps("\n".join(before)) if moved else []:
+    low, high = max(row.start, part[0]), min(row.end, part[1])
+    if low < high:
+        with open(row.name, "rb") as library:
+            library.seek(row.offset + low - row.start)
             same = same and library.read(high - low) == ctypes.string_at(low, high - low)
 with open("/proc/self/smaps") as handle:
-    smaps = handle.read().split("\n")
-huge_kb = None
-for index, line in enumerate(smaps):
-    if part and line.startswith("%x-" % part[0]):
-        huge_kb = next(int(row.split()[1]) for row in smaps[index:]
-                       if row.startswith("AnonHugePages:"))
-        break
+    found = hugetext.huge_kb(handle.read(), part[0]) if part else None
+huge_kb = found[2] if found and found[:2] == tuple(part) else None
 # the interpreter goes on: imports, compiles and runs code, forks a child that does too
 import decimal, fractions, re
 work = [str(decimal.Decimal(1) / 7), str(fractions.Fraction(3, 9)), re.sub("b+", "-", "abbbc"),
@@ -222,16 +214,14 @@ def read(address):
 def _huge_code(pid, size):
     """``(start, AnonHugePages in kB)`` of ``pid``'s anonymous read-and-execute mapping of
     ``size`` bytes; ``(None, None)`` when it has none."""
+    with open(f"/proc/{pid}/maps") as handle:
+        rows = hugetext.parse_maps(handle.read())
+    start = next((row.start for row in rows if row.perms == "r-xp" and row.file is None
+                  and row.end - row.start == size), None)
+    if start is None:
+        return None, None
     with open(f"/proc/{pid}/smaps") as handle:
-        lines = handle.read().splitlines()
-    for index, line in enumerate(lines):
-        fields = line.split()
-        if len(fields) == 5 and fields[1] == "r-xp" and fields[4] == "0" and "-" in fields[0]:
-            low, high = (int(part, 16) for part in fields[0].split("-"))
-            if high - low == size:
-                return low, next(int(row.split()[1]) for row in lines[index:]
-                                 if row.startswith("AnonHugePages:"))
-    return None, None
+        return start, hugetext.huge_kb(handle.read(), start)[2]
 
 
 @pytest.mark.parametrize("rules", ["benchmark", "strict"])

@@ -29,6 +29,7 @@ A profiler that names code by its file (``perf``) sees the moved range as anonym
 the worker, its fork server and its children.
 """
 
+import collections
 import ctypes
 import errno
 import os
@@ -53,18 +54,24 @@ _libc.mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctyp
                          ctypes.c_void_p]
 
 
+# one line of /proc/<pid>/maps; ``file`` is the device and inode (None: anonymous memory),
+# ``name`` the path or the kernel's name ([heap], [vdso]; "" for none)
+Mapping = collections.namedtuple("Mapping", "start end perms offset file name")
+
+
 def parse_maps(maps_text):
-    """``/proc/<pid>/maps``'s lines as ``(start, end, perms, offset, file_id)`` with
-    ``file_id`` the device and inode (``None`` for anonymous memory)."""
+    """``/proc/<pid>/maps``'s lines as :class:`Mapping` rows (lines it cannot be are left
+    out)."""
     rows = []
     for line in maps_text.splitlines():
-        fields = line.split()
+        fields = line.split(maxsplit=5)
         if len(fields) < 5:
             continue
         start, end = (int(part, 16) for part in fields[0].split("-"))
         inode = int(fields[4])
-        rows.append((start, end, fields[1], int(fields[2], 16),
-                     (fields[3], inode) if inode else None))
+        rows.append(Mapping(start, end, fields[1], int(fields[2], 16),
+                            (fields[3], inode) if inode else None,
+                            fields[5].strip() if len(fields) > 5 else ""))
     return rows
 
 
@@ -74,20 +81,21 @@ def readonly_span(rows, anchor):
     in none such. A writable mapping (data), an inaccessible one (``---p``, the loader's
     padding), another file or a hole ends the run."""
     def fits(row):
-        perms = row[2]
-        return perms[0] == "r" and perms[1] == "-" and perms[3] == "p" and row[4] is not None
+        return row.perms[0] == "r" and row.perms[1] == "-" and row.perms[3] == "p" \
+            and row.file is not None
 
-    at = next((i for i, row in enumerate(rows) if row[0] <= anchor < row[1]), None)
+    def joined(left, right):
+        return fits(left) and fits(right) and left.file == right.file and left.end == right.start
+
+    at = next((i for i, row in enumerate(rows) if row.start <= anchor < row.end), None)
     if at is None or not fits(rows[at]):
         return None
     first = last = at
-    while first > 0 and fits(rows[first - 1]) and rows[first - 1][4] == rows[at][4] \
-            and rows[first - 1][1] == rows[first][0]:
+    while first > 0 and joined(rows[first - 1], rows[first]):
         first -= 1
-    while last + 1 < len(rows) and fits(rows[last + 1]) and rows[last + 1][4] == rows[at][4] \
-            and rows[last + 1][0] == rows[last][1]:
+    while last + 1 < len(rows) and joined(rows[last], rows[last + 1]):
         last += 1
-    return rows[first][0], rows[last][1]
+    return rows[first].start, rows[last].end
 
 
 def aligned_part(start, end, size=HUGE_PAGE):

@@ -39,6 +39,7 @@ import _socket
 
 import sandbox_zygote as zygote
 from sandbox_child import NONCE_LENGTH, RESULT_FD, RULE_SETS, job_header, text_line
+from sandbox_hugetext import parse_maps
 from sandbox_limits import SETUP_LIMIT
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -83,16 +84,9 @@ PROBE_TESTS = (
 def writable_ranges(maps_text):
     """``[(start, end)]`` of the private writable mappings in ``/proc/<pid>/maps``'s text,
     less the kernel's own ([vvar], [vdso], [vsyscall])."""
-    ranges = []
-    for line in maps_text.splitlines():
-        fields = line.split()
-        if len(fields) < 5 or fields[1][:2] != "rw" or fields[1][3:4] != "p":
-            continue
-        if len(fields) > 5 and fields[5] in ("[vvar]", "[vdso]", "[vsyscall]", "[vvar_vclock]"):
-            continue
-        start, end = (int(part, 16) for part in fields[0].split("-"))
-        ranges.append((start, end))
-    return ranges
+    return [(row.start, row.end) for row in parse_maps(maps_text)
+            if row.perms[:2] == "rw" and row.perms[3] == "p"
+            and row.name not in ("[vvar]", "[vdso]", "[vsyscall]", "[vvar_vclock]")]
 
 
 def exclusive_pages(words, first_page):
@@ -131,8 +125,8 @@ class PageMap:
     def __init__(self, floor=zygote.HIGH_FD):
         self.maps = zygote.above(os.open("/proc/self/maps", os.O_RDONLY | os.O_CLOEXEC), floor)
         try:
-            self.pagemap = zygote.above(os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC),
-                                  floor)
+            self.pagemap = zygote.above(
+                os.open("/proc/self/pagemap", os.O_RDONLY | os.O_CLOEXEC), floor)
         except OSError:
             os.close(self.maps)
             raise
@@ -263,7 +257,7 @@ def make_ring():
     (CAP_IPC_LOCK, as root before the worker drops its privileges), so that every worker's fork
     server can pin, however many run."""
     ring = _libc.syscall(ctypes.c_long(_IO_URING_SETUP), ctypes.c_uint(1),
-                           ctypes.create_string_buffer(_PARAMS_SIZE))
+                         ctypes.create_string_buffer(_PARAMS_SIZE))
     if ring < 0:
         return -1, f"io_uring_setup: {os.strerror(ctypes.get_errno())}"
     return ring, None
@@ -285,6 +279,6 @@ def register(ring, pages):
     pieces = spans(pages)
     vectors = (_IOVec * len(pieces))(*(_IOVec(address, length) for address, length in pieces))
     if _libc.syscall(ctypes.c_long(_IO_URING_REGISTER), ctypes.c_uint(ring),
-                       ctypes.c_uint(_REGISTER_BUFFERS), vectors, ctypes.c_uint(len(pieces))) < 0:
+                     ctypes.c_uint(_REGISTER_BUFFERS), vectors, ctypes.c_uint(len(pieces))) < 0:
         return 0, f"registering {len(pages)} pages: {os.strerror(ctypes.get_errno())}"
     return len(pages), None
